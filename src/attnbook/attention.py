@@ -21,12 +21,14 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 __all__ = [
     "scaled_dot_product_attention",
     "fused_attention",
     "causal_mask",
     "padding_mask",
+    "MultiHeadAttention",
 ]
 
 
@@ -108,12 +110,14 @@ def fused_attention(
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     is_causal: bool = False,
+    dropout_p: float = 0.0,
 ) -> torch.Tensor:
     """PyTorch's fused attention kernel with this package's checks; returns ``out`` only.
 
     Same arguments and mask convention as :func:`scaled_dot_product_attention`.
     ``is_causal=True`` applies :func:`causal_mask` without materialising it
-    (and cannot be combined with ``mask``).
+    (and cannot be combined with ``mask``). ``dropout_p`` drops attention
+    weights inside the kernel (pass it only while training).
 
     >>> q = k = v = torch.randn(2, 5, 8)
     >>> out = fused_attention(q, k, v, is_causal=True)
@@ -123,7 +127,9 @@ def fused_attention(
     _check_qkv(q, k, v, mask)
     if is_causal and mask is not None:
         raise ValueError("pass either mask or is_causal=True, not both (combine them into one mask)")
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -155,3 +161,162 @@ def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     if ids.dim() != 2:
         raise ValueError(f"ids must have shape (B, S), got {tuple(ids.shape)}")
     return (ids != pad_id).unsqueeze(1)  # (B, 1, S)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: ``h`` attentions in parallel, each on its own projections.
+
+    Each head ``i`` attends with ``Q W^Q_i``, ``K W^K_i``, ``V W^V_i`` of width
+    ``hs = d_model / num_heads``; the heads' outputs are concatenated and mixed by
+    ``W^O`` (``out_proj``). The four projections are separate ``nn.Linear``
+    layers (``q_proj``, ``k_proj``, ``v_proj``, ``out_proj``), so that each one
+    can be read and copied on its own; ``nn.MultiheadAttention`` stores the first
+    three stacked as ``in_proj_weight = cat([W^Q, W^K, W^V])``.
+
+    ``forward(query)`` is self-attention; ``forward(query, key, value)`` is
+    cross-attention (``value`` defaults to ``key``). ``query`` is (B, T, d_model),
+    ``key``/``value`` are (B, S, d_model). The optional boolean ``mask``
+    (``True`` = may attend) broadcasts to (B, T, S) -- for example a (T, S)
+    causal mask or a (B, 1, S) :func:`padding_mask`; the module inserts the head
+    axis itself. A 4-D mask is taken to have its head axis already and must
+    broadcast to (B, nh, T, S). ``is_causal=True`` adds the causal mask (T == S)
+    without building it when no other mask is given, and is combined with
+    ``mask`` when one is.
+
+    Returns ``(out, weights)``: ``out`` is (B, T, d_model); ``weights`` is
+    (B, nh, T, S) when ``need_weights=True`` (computed with the explicit
+    :func:`scaled_dot_product_attention`, *before* dropout so that rows sum to
+    one) and ``None`` otherwise (then the fused kernel runs and no T x S matrix
+    is kept). ``dropout`` is applied to the attention weights while training,
+    as in the paper and in ``nn.MultiheadAttention``.
+
+    >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
+    >>> x = torch.randn(3, 5, 8)                          # (B, T, d_model)
+    >>> out, w = mha(x, mask=causal_mask(5), need_weights=True)
+    >>> out.shape, w.shape                                # w is (B, nh, T, S)
+    (torch.Size([3, 5, 8]), torch.Size([3, 2, 5, 5]))
+    >>> torch.allclose(out, mha(x, is_causal=True)[0], atol=1e-6)  # fused path agrees
+    True
+    >>> mha(x, torch.randn(3, 7, 8))[0].shape             # cross-attention to S=7 keys
+    torch.Size([3, 5, 8])
+    """
+
+    def __init__(self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
+        super().__init__()
+        for name, value in (("d_model", d_model), ("num_heads", num_heads)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if d_model % num_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by num_heads (each head gets d_model / num_heads "
+                f"features), got d_model={d_model} and num_heads={num_heads}"
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.head_size = d_model // num_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # W^Q for all heads side by side
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)  # W^K
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)  # W^V
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform weights and zero biases, as ``nn.MultiheadAttention`` starts."""
+        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+            nn.init.xavier_uniform_(proj.weight)
+            if proj.bias is not None:
+                nn.init.zeros_(proj.bias)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, dropout={self.dropout}"
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, L, _ = x.shape
+        x = x.view(B, L, self.num_heads, self.head_size)  # (B, L, C) -> (B, L, nh, hs)
+        return x.transpose(1, 2)  # (B, nh, L, hs)
+
+    def _check_inputs(
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None
+    ) -> None:
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            _check_tensor(name, x)
+            if x.dim() != 3 or x.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} must have shape (B, length, d_model={self.d_model}), got {tuple(x.shape)}"
+                )
+        if not (query.dtype == key.dtype == value.dtype):
+            raise TypeError(
+                f"query, key and value must share one dtype, got {query.dtype}, {key.dtype} and {value.dtype}"
+            )
+        if not (query.shape[0] == key.shape[0] == value.shape[0]):
+            raise ValueError(
+                f"query, key and value must have the same batch size B, got "
+                f"{query.shape[0]}, {key.shape[0]} and {value.shape[0]}"
+            )
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"key and value must have the same length S, got {key.shape[1]} and {value.shape[1]}"
+            )
+        if mask is None:
+            return
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise TypeError(f"mask must be a boolean tensor (True = may attend), got {got}")
+        B, T, S = query.shape[0], query.shape[1], key.shape[1]
+        target = (B, self.num_heads, T, S) if mask.dim() == 4 else (B, T, S)
+        try:
+            fits = mask.dim() >= 2 and torch.broadcast_shapes(mask.shape, target) == target
+        except RuntimeError:
+            fits = False
+        if not fits:
+            expected = "(B, nh, T, S)" if mask.dim() == 4 else "(B, T, S) or (T, S)"
+            raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to {expected} = {target}")
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        *,
+        is_causal: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if key is None:
+            if value is not None:
+                raise ValueError("value was given without key: pass key too (or neither for self-attention)")
+            key = value = query  # self-attention
+        elif value is None:
+            value = key
+        self._check_inputs(query, key, value, mask)
+        B, T, C = query.shape
+        S = key.shape[1]
+        if is_causal and T != S:
+            raise ValueError(f"is_causal=True needs as many queries as keys, got T={T} and S={S}")
+
+        q = self._split_heads(self.q_proj(query))  # (B, nh, T, hs)
+        k = self._split_heads(self.k_proj(key))  # (B, nh, S, hs)
+        v = self._split_heads(self.v_proj(value))  # (B, nh, S, hs)
+
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)  # (B, T, S) -> (B, 1, T, S): the same mask for every head
+        if is_causal and (mask is not None or need_weights):
+            causal = causal_mask(T, device=query.device)  # (T, T)
+            mask = causal if mask is None else mask & causal
+            is_causal = False
+        dropout_p = self.dropout if self.training else 0.0
+
+        if need_weights:
+            # The teachable path: builds the (B, nh, T, S) weights so they can be returned.
+            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, T, hs), (B, nh, T, S)
+            if dropout_p > 0.0:
+                out = F.dropout(weights, dropout_p, training=True) @ v  # (B, nh, T, hs)
+        else:
+            out = fused_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)  # (B, nh, T, hs)
+            weights = None
+        out = out.transpose(1, 2)  # (B, nh, T, hs) -> (B, T, nh, hs)
+        out = out.reshape(B, T, C)  # (B, T, C): the heads side by side (concatenated)
+        return self.out_proj(out), weights

@@ -1,0 +1,244 @@
+"""The machinery that every exercise check shares.
+
+A check calls the student's function on a list of cases and compares it with a
+private copy of the reference. Three rules keep grades right under nbgrader:
+
+* nothing reaches stderr (nbgrader scores a test cell that wrote to stderr
+  zero), so the student's code runs with warnings recorded and stderr
+  redirected to stdout;
+* a failure raises :class:`CheckFailed` whose message names the concept, never
+  a hidden input or an expected value;
+* while the student's code runs, the reference it is compared with is replaced
+  by a trap, wherever the student's code may reach it (the module attribute,
+  the student's globals, closures), so calling it cannot pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import math
+import sys
+import types
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+class CheckFailed(AssertionError):
+    """A graded check failed; the message explains the mistake in words."""
+
+
+class ReferenceCalled(RuntimeError):
+    """Raised inside the student's code when it calls a forbidden reference."""
+
+
+# ---------------------------------------------------------------- references
+
+
+def fresh_module(name: str) -> types.ModuleType:
+    """A private copy of module ``name``, loaded from its file and not in ``sys.modules``.
+
+    The checker computes expected values with this copy, so that patching the
+    public module in a notebook (``attnbook.attention.f = my_f``) changes
+    nothing for the checker.
+    """
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        raise ImportError(f"cannot find module {name!r}")
+    spec = importlib.util.spec_from_file_location(f"_attnbook_grading_copy.{name}", spec.origin)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _resolve(path: str) -> tuple[object, str]:
+    """'torch.nn.functional.softmax' -> (torch.nn.functional module, 'softmax')."""
+    module_name, attr = path.rsplit(".", 1)
+    return importlib.import_module(module_name), attr
+
+
+@contextlib.contextmanager
+def references_trapped(fn: Callable, forbidden: Sequence[str]):
+    """Replace each dotted name in ``forbidden`` by a trap while ``fn`` runs.
+
+    The trap goes into the module attribute and into every place in ``fn``'s
+    globals and closure that holds the same object, so an alias made with
+    ``from attnbook.attention import scaled_dot_product_attention as ref`` is
+    trapped too.
+    """
+    restore: list[tuple[object, str, object, bool]] = []  # (holder, key, old value, is mapping)
+
+    def swap(holder: object, key: str, new: object, *, mapping: bool) -> None:
+        old = holder[key] if mapping else getattr(holder, key)
+        restore.append((holder, key, old, mapping))
+        if mapping:
+            holder[key] = new
+        else:
+            setattr(holder, key, new)
+
+    traps = {}  # id(original object) -> its trap
+    for path in forbidden:
+        owner, attr = _resolve(path)
+        original = getattr(owner, attr)
+
+        def trap(*args, _path=path, **kwargs):
+            raise ReferenceCalled(_path)
+
+        swap(owner, attr, trap, mapping=False)
+        traps[id(original)] = trap
+
+    try:
+        scope = getattr(fn, "__globals__", {})
+        for key, value in list(scope.items()):
+            if id(value) in traps and callable(value):
+                swap(scope, key, traps[id(value)], mapping=True)
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if id(value) in traps and callable(value):
+                swap(cell, "cell_contents", traps[id(value)], mapping=False)
+        yield
+    finally:
+        for holder, key, old, mapping in reversed(restore):
+            if mapping:
+                holder[key] = old
+            else:
+                setattr(holder, key, old)
+
+
+# ------------------------------------------------------------- running code
+
+
+def run_student(fn: Callable, *args, forbidden: Sequence[str] = (), what: str = "your function", **kwargs):
+    """Call ``fn(*args, **kwargs)`` the safe way and return its result.
+
+    Warnings are recorded and reported on stdout, stderr goes to stdout, the
+    ``forbidden`` references are trapped, and any exception becomes a
+    :class:`CheckFailed` that names its type and message.
+    """
+    if not callable(fn):
+        raise CheckFailed(f"{what} is not callable (got {type(fn).__name__}); did you run its cell?")
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(sys.stdout):
+        warnings.simplefilter("always")
+        try:
+            with references_trapped(fn, forbidden):
+                result = fn(*args, **kwargs)
+        except NotImplementedError:
+            raise CheckFailed(f"{what} is not implemented yet (it raises NotImplementedError)") from None
+        except ReferenceCalled as err:
+            raise CheckFailed(
+                f"{what} calls the reference implementation `{err}`; write the computation yourself"
+            ) from None
+        except Exception as err:  # the student's bug, reported in words
+            raise CheckFailed(f"{what} raised {type(err).__name__}: {err}") from None
+    for w in {str(w.message) for w in caught}:
+        print(f"note: {what} emitted a warning (not an error): {w}")
+    return result
+
+
+# ------------------------------------------------------------- comparisons
+
+
+def _tolerance(dtype: torch.dtype) -> float:
+    return 1e-9 if dtype == torch.float64 else 1e-4
+
+
+def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Largest absolute difference, computed in float64 (NaN/inf count as infinitely far)."""
+    diff = (a.detach().to("cpu", torch.float64) - b.detach().to("cpu", torch.float64)).abs()
+    value = diff.max().item() if diff.numel() else 0.0
+    return value if math.isfinite(value) else math.inf
+
+
+def close(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype | None = None) -> bool:
+    """Whether ``a`` and ``b`` have one shape and agree to the tolerance of ``dtype``."""
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    tol = _tolerance(dtype or b.dtype)
+    scale = max(1.0, b.detach().abs().max().item() if b.numel() else 0.0)
+    return max_abs_diff(a, b) <= tol * scale
+
+
+def verify_toolkit() -> None:
+    """Fail loudly if the torch functions the checker relies on were tampered with.
+
+    Cheap canaries with answers known by hand: a patched ``torch.allclose``,
+    ``softmax`` or tensor arithmetic in the notebook would make them fail.
+    """
+    x = torch.tensor([0.0, math.log(3.0)], dtype=torch.float64)
+    ok = (
+        max_abs_diff(torch.zeros(3), torch.ones(3)) == 1.0
+        and max_abs_diff(x, x) == 0.0
+        and abs(torch.softmax(x, dim=0)[1].item() - 0.75) < 1e-12
+        and not torch.allclose(torch.zeros(2), torch.ones(2))
+        and abs((torch.eye(2, dtype=torch.float64) @ x).sum().item() - math.log(3.0)) < 1e-12
+        and type(torch.zeros(1)) is torch.Tensor
+    )
+    if not ok:
+        raise CheckFailed(
+            "torch functions that the checker needs were modified in this notebook; "
+            "restart the kernel, remove the code that patches torch, and run all cells again"
+        )
+
+
+def require_tensor(x: object, what: str) -> torch.Tensor:
+    """``x`` if it is a plain ``torch.Tensor`` (not a subclass), else a clear failure."""
+    if type(x) is not torch.Tensor:
+        raise CheckFailed(f"{what} should be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+# ------------------------------------------------------------ scoring cases
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input the checker tries: a name for grouping, a maker, and a weight."""
+
+    group: str  # a concept, e.g. "masks"; failures are reported per group
+    make: Callable[[], tuple]  # returns the arguments for the student's function
+    weight: float = 1.0
+
+
+def score_cases(
+    cases: Iterable[Case], check_one: Callable[..., None], points: float | None
+) -> float | None:
+    """Run ``check_one(*case.make())`` on every case and turn the results into a grade.
+
+    ``points=None`` (the visible check): stop at the first failure and raise
+    it; return ``None`` when everything passes. With ``points`` (the hidden
+    test): run every case, report each failing group once, and return the
+    points earned, ``points`` times the passed share of the weights, so that
+    nbgrader gives partial credit. A score of zero raises instead of returning
+    0, so a check never fails silently.
+    """
+    verify_toolkit()
+    cases = list(cases)
+    if not cases:
+        raise ValueError("no cases to check")
+    if points is None:
+        for case in cases:
+            check_one(*case.make())
+        print(f"All {len(cases)} visible checks passed.")
+        return None
+    earned, total, failures = 0.0, 0.0, {}
+    for case in cases:
+        total += case.weight
+        try:
+            check_one(*case.make())
+            earned += case.weight
+        except CheckFailed as err:
+            failures.setdefault(case.group, str(err))
+    if not failures:
+        print(f"All {len(cases)} checks passed.")
+        return float(points)
+    report = "\n".join(f"- {group}: {msg}" for group, msg in failures.items())
+    if earned == 0:
+        raise CheckFailed(f"no check passed:\n{report}")
+    print(f"Some checks failed:\n{report}")
+    return round(points * earned / total, 2)

@@ -1,0 +1,549 @@
+"""The encoder-decoder Transformer of *Attention Is All You Need*, small to large.
+
+``FeedForward`` -> ``EncoderBlock`` -> ``DecoderBlock`` -> ``TransformerConfig``
+-> ``Transformer`` -> ``greedy_decode``. The blocks have the same parameters,
+in the same places, as ``nn.TransformerEncoderLayer`` / ``nn.TransformerDecoderLayer``
+(tests copy weights across and compare outputs); what they add is readable code
+built on :class:`attnbook.attention.MultiHeadAttention` and a way to get the
+attention weights out.
+
+**Norm placement.** ``norm_first=False`` is the paper's *post-norm*,
+``x = LN(x + Sublayer(x))``; ``norm_first=True`` is the *pre-norm* of GPT-2 and
+ViT, ``x = x + Sublayer(LN(x))``, which keeps an un-normalised residual path
+from input to output and trains more stably when deep. A pre-norm stack ends
+with one more LayerNorm (``Transformer`` adds it to encoder and decoder).
+
+**Attention weights for plots.** Every block's ``forward`` takes
+``need_weights`` (default ``False``). When it is ``True`` the block keeps the
+detached weights of each of its attention sublayers as attributes --
+``EncoderBlock.attn_weights`` and ``DecoderBlock.self_attn_weights`` /
+``DecoderBlock.cross_attn_weights``, each (B, nh, T, S) -- and otherwise sets
+them to ``None``, so they never hold stale maps. The return value is always the
+block's output alone. ``Transformer.forward(..., need_weights=True)`` passes
+the flag to every block and ``Transformer.attention_weights()`` collects them.
+
+**Masks** are boolean, ``True`` = may attend (see :mod:`attnbook.attention`).
+The ``Transformer`` builds them from the token ids: a source padding mask
+(B, 1, S) for encoder self-attention and decoder cross-attention, and a
+target padding mask combined with the causal mask for decoder self-attention.
+
+Shape legend: ``B`` batch, ``S`` source length, ``T`` target length,
+``C = d_model``, ``nh`` heads, ``V`` vocabulary size.
+
+References: Vaswani et al. (2017), sections 3.1-3.4; Xiong et al., *On Layer
+Normalization in the Transformer Architecture* (2020) for pre-norm; Rush, *The
+Annotated Transformer* (2018).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnbook.attention import MultiHeadAttention, padding_mask
+from attnbook.positional import LearnedPositions, SinusoidalPositions
+
+__all__ = [
+    "FeedForward",
+    "EncoderBlock",
+    "DecoderBlock",
+    "TransformerConfig",
+    "TRANSFORMER_PRESETS",
+    "Transformer",
+    "greedy_decode",
+]
+
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+
+
+def _check_dropout(dropout: float) -> float:
+    if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+    return float(dropout)
+
+
+def _check_width(name: str, x: object, d_model: int) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ValueError(f"{name} must have shape (B, length, d_model={d_model}), got {tuple(x.shape)}")
+    return x
+
+
+class FeedForward(nn.Module):
+    """The position-wise feed-forward network ``W_2 act(W_1 x + b_1) + b_2``.
+
+    The same two-layer MLP is applied to every position on its own
+    (d_model -> d_ff -> d_model); ``dropout`` acts on the hidden layer, as in
+    ``nn.TransformerEncoderLayer``. ``activation`` is ``"relu"`` (the paper),
+    ``"gelu"`` (BERT, GPT) or any callable.
+
+    >>> ffn = FeedForward(8, 32)
+    >>> ffn(torch.randn(2, 5, 8)).shape  # (B, T, d_model) -> (B, T, d_model)
+    torch.Size([2, 5, 8])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        *,
+        dropout: float = 0.0,
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+    ) -> None:
+        super().__init__()
+        if isinstance(activation, str):
+            if activation not in _ACTIVATIONS:
+                raise ValueError(
+                    f"activation must be one of {sorted(_ACTIVATIONS)} or a callable, got {activation!r}"
+                )
+            activation = _ACTIVATIONS[activation]
+        elif not callable(activation):
+            raise TypeError(f"activation must be a name or a callable, got {type(activation).__name__}")
+        self.fc1 = nn.Linear(d_model, d_ff)  # W_1, b_1
+        self.fc2 = nn.Linear(d_ff, d_model)  # W_2, b_2
+        self.activation = activation
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.dropout(self.activation(self.fc1(x))))  # (B, T, d_ff) inside
+
+
+class EncoderBlock(nn.Module):
+    """One encoder layer: multi-head self-attention, then a feed-forward network.
+
+    Each sublayer sits in a residual connection with LayerNorm, after it
+    (``norm_first=False``, the paper) or before it (``norm_first=True``); see
+    the module docstring. ``forward(x, mask)`` takes ``x`` (B, S, d_model) and an
+    optional boolean ``mask`` broadcastable to (B, S, S) -- usually a (B, 1, S)
+    source padding mask. With ``need_weights=True`` the self-attention weights
+    (B, nh, S, S) are kept in ``self.attn_weights``.
+
+    >>> block = EncoderBlock(8, 2, 32)
+    >>> x = torch.randn(2, 5, 8)
+    >>> block(x, need_weights=True).shape, block.attn_weights.shape
+    (torch.Size([2, 5, 8]), torch.Size([2, 2, 5, 5]))
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+    ) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.ffn = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(_check_dropout(dropout))  # on each sublayer's output, before the sum
+        self.dropout2 = nn.Dropout(dropout)
+        self.attn_weights: torch.Tensor | None = None
+
+    def _sa(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool) -> torch.Tensor:
+        out, w = self.self_attn(x, mask=mask, need_weights=need_weights)
+        self.attn_weights = None if w is None else w.detach()
+        return self.dropout1(out)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, need_weights: bool = False
+    ) -> torch.Tensor:
+        _check_width("x", x, self.d_model)
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), mask, need_weights)
+            x = x + self.dropout2(self.ffn(self.norm2(x)))
+        else:
+            x = self.norm1(x + self._sa(x, mask, need_weights))
+            x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return x
+
+
+class DecoderBlock(nn.Module):
+    """One decoder layer: masked self-attention, cross-attention to the encoder, feed-forward.
+
+    What it adds over :class:`EncoderBlock`: its self-attention is causal --
+    position t sees targets 0..t only -- and a second attention lets every
+    target position query the encoder's output ``memory``. ``forward(x, memory)``
+    takes ``x`` (B, T, d_model) and ``memory`` (B, S, d_model); ``tgt_mask``
+    (broadcastable to (B, T, T), e.g. a (B, 1, T) target padding mask) is
+    combined with the causal mask unless ``causal=False``; ``memory_mask``
+    (broadcastable to (B, T, S), e.g. a (B, 1, S) source padding mask) limits
+    cross-attention. With ``need_weights=True`` the weights are kept in
+    ``self.self_attn_weights`` (B, nh, T, T) and ``self.cross_attn_weights``
+    (B, nh, T, S).
+
+    >>> block = DecoderBlock(8, 2, 32)
+    >>> y, memory = torch.randn(2, 4, 8), torch.randn(2, 6, 8)
+    >>> block(y, memory, need_weights=True).shape, block.cross_attn_weights.shape
+    (torch.Size([2, 4, 8]), torch.Size([2, 2, 4, 6]))
+    >>> bool((block.self_attn_weights.triu(diagonal=1) == 0).all())  # no peeking ahead
+    True
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+    ) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.ffn = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(_check_dropout(dropout))
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+        self.self_attn_weights: torch.Tensor | None = None
+        self.cross_attn_weights: torch.Tensor | None = None
+
+    def _sa(
+        self, x: torch.Tensor, mask: torch.Tensor | None, causal: bool, need_weights: bool
+    ) -> torch.Tensor:
+        out, w = self.self_attn(x, mask=mask, need_weights=need_weights, is_causal=causal)
+        self.self_attn_weights = None if w is None else w.detach()
+        return self.dropout1(out)
+
+    def _ca(
+        self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None, need_weights: bool
+    ) -> torch.Tensor:
+        out, w = self.cross_attn(x, memory, memory, mask=mask, need_weights=need_weights)
+        self.cross_attn_weights = None if w is None else w.detach()
+        return self.dropout2(out)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        *,
+        causal: bool = True,
+        need_weights: bool = False,
+    ) -> torch.Tensor:
+        _check_width("x", x, self.d_model)
+        _check_width("memory", memory, self.d_model)
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), tgt_mask, causal, need_weights)
+            x = x + self._ca(self.norm2(x), memory, memory_mask, need_weights)
+            x = x + self.dropout3(self.ffn(self.norm3(x)))
+        else:
+            x = self.norm1(x + self._sa(x, tgt_mask, causal, need_weights))
+            x = self.norm2(x + self._ca(x, memory, memory_mask, need_weights))
+            x = self.norm3(x + self.dropout3(self.ffn(x)))
+        return x
+
+
+@dataclass
+class TransformerConfig:
+    """Sizes and switches of a :class:`Transformer`; ``preset(name, ...)`` gives named sizes.
+
+    >>> cfg = TransformerConfig.preset("tiny", src_vocab_size=12, tgt_vocab_size=14)
+    >>> cfg.d_model, cfg.num_heads, cfg.norm_first
+    (32, 2, False)
+    """
+
+    src_vocab_size: int  # source token ids are 0 .. src_vocab_size - 1 (pad, bos, eos included)
+    tgt_vocab_size: int  # target token ids are 0 .. tgt_vocab_size - 1
+    d_model: int = 64  # width C of every token vector in the residual stream
+    num_heads: int = 4  # attention heads per layer; d_model must be divisible by it
+    num_encoder_layers: int = 2  # encoder blocks (the paper: 6)
+    num_decoder_layers: int = 2  # decoder blocks (the paper: 6)
+    d_ff: int = 256  # hidden width of the feed-forward network (the paper: 4 * d_model)
+    dropout: float = 0.0  # on attention weights, sublayer outputs and embeddings (the paper: 0.1)
+    max_len: int = 128  # longest source or target sequence (size of the position tables)
+    positions: str = "sinusoidal"  # "sinusoidal" (fixed, the paper) or "learned" (BERT/GPT)
+    norm_first: bool = False  # False: post-norm LN(x + f(x)) (the paper); True: pre-norm x + f(LN(x))
+    activation: str = "relu"  # of the feed-forward network: "relu" (the paper) or "gelu"
+    pad_id: int = 0  # padding token id, the same in both vocabularies; masked out of attention
+    tie_weights: bool = False  # share the target embedding with the output projection (the paper does)
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name in ("num_encoder_layers", "num_decoder_layers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.d_model % self.num_heads != 0:
+            raise ValueError(
+                "d_model must be divisible by num_heads, got "
+                f"d_model={self.d_model} and num_heads={self.num_heads}"
+            )
+        if self.positions not in ("sinusoidal", "learned"):
+            raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}")
+        if self.positions == "sinusoidal" and self.d_model % 2 != 0:
+            raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
+        _check_dropout(self.dropout)
+        smallest = min(self.src_vocab_size, self.tgt_vocab_size)
+        if not 0 <= self.pad_id < smallest:
+            raise ValueError(
+                f"pad_id must be a valid id in both vocabularies (0 .. {smallest - 1}), got {self.pad_id}"
+            )
+
+    @classmethod
+    def preset(cls, name: str, **overrides: object) -> TransformerConfig:
+        """A config from :data:`TRANSFORMER_PRESETS`, with any field overridden (vocab sizes required)."""
+        if name not in TRANSFORMER_PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(TRANSFORMER_PRESETS)}")
+        return cls(**{**TRANSFORMER_PRESETS[name], **overrides})  # type: ignore[arg-type]
+
+    def replace(self, **changes: object) -> TransformerConfig:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+TRANSFORMER_PRESETS: dict[str, dict[str, object]] = {
+    # tests and doctests: trains in seconds
+    "tiny": dict(d_model=32, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=64),
+    # the chapter's translators on a 2-core laptop CPU
+    "cpu-fast": dict(d_model=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=256),
+    # a bigger model for a GPU
+    "gpu": dict(d_model=256, num_heads=8, num_encoder_layers=4, num_decoder_layers=4, d_ff=1024, dropout=0.1),
+    # the paper's base model sizes (section 3; Table 3, row 'base')
+    "paper-base": dict(
+        d_model=512,
+        num_heads=8,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        d_ff=2048,
+        dropout=0.1,
+        tie_weights=True,
+    ),
+}
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer: ``forward(src, tgt_in) -> logits`` (B, T, tgt_vocab_size).
+
+    ``src`` (B, S) and ``tgt_in`` (B, T) are token ids; ``tgt_in`` is the target
+    shifted right (starting with BOS), so that ``logits[:, t]`` predicts target
+    token ``t`` from the source and targets ``0 .. t-1`` (teacher forcing).
+    Token embeddings are multiplied by ``sqrt(d_model)`` (section 3.4 of the
+    paper) and start as ``N(0, 1/d_model)``, so the scaled vectors have unit
+    size like the position vectors added to them; linear layers start
+    Xavier-uniform with zero biases. Padding (``config.pad_id``) is masked out
+    of every attention as a key; use ``ignore_index=pad_id`` in the loss.
+
+    ``encode(src)`` -> memory (B, S, C) and ``decode(tgt_in, memory,
+    memory_mask)`` -> logits are the two halves, used by :func:`greedy_decode`.
+
+    >>> _ = torch.manual_seed(0)
+    >>> cfg = TransformerConfig.preset("tiny", src_vocab_size=10, tgt_vocab_size=12)
+    >>> model = Transformer(cfg)
+    >>> src, tgt_in = torch.tensor([[3, 4, 5, 0]]), torch.tensor([[1, 6, 7]])  # pad_id 0
+    >>> model(src, tgt_in, need_weights=True).shape  # (B, T, tgt_vocab_size)
+    torch.Size([1, 3, 12])
+    >>> model.attention_weights()["cross"][0][0, 0, :, -1]  # nobody attends to the padding
+    tensor([0., 0., 0.])
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        if not isinstance(config, TransformerConfig):
+            raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
+        self.config = cfg = config
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model)
+        if cfg.positions == "sinusoidal":
+            self.src_pos: nn.Module = SinusoidalPositions(cfg.max_len, cfg.d_model)
+            self.tgt_pos: nn.Module = SinusoidalPositions(cfg.max_len, cfg.d_model)
+        else:
+            self.src_pos = LearnedPositions(cfg.max_len, cfg.d_model)
+            self.tgt_pos = LearnedPositions(cfg.max_len, cfg.d_model)
+        self.dropout = nn.Dropout(cfg.dropout)  # on embeddings + positions
+        block_args = dict(dropout=cfg.dropout, norm_first=cfg.norm_first, activation=cfg.activation)
+        self.encoder_layers = nn.ModuleList(
+            EncoderBlock(cfg.d_model, cfg.num_heads, cfg.d_ff, **block_args)
+            for _ in range(cfg.num_encoder_layers)
+        )
+        self.decoder_layers = nn.ModuleList(
+            DecoderBlock(cfg.d_model, cfg.num_heads, cfg.d_ff, **block_args)
+            for _ in range(cfg.num_decoder_layers)
+        )
+        # Pre-norm leaves the residual stream un-normalised: normalise it once at the end.
+        self.encoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+        self.head = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)  # scores over the target vocabulary
+        self.reset_parameters()
+        if cfg.tie_weights:
+            self.head.weight = self.tgt_embed.weight  # (V, C) used both ways
+
+    def reset_parameters(self) -> None:
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, std=self.config.d_model**-0.5)
+
+    def _check_ids(self, name: str, ids: object, vocab_size: int) -> torch.Tensor:
+        if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype == torch.bool:
+            got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
+            raise TypeError(f"{name} must be an integer tensor of token ids, got {got}")
+        if ids.dim() != 2 or ids.numel() == 0:
+            raise ValueError(
+                f"{name} must have shape (B, length) with B, length >= 1, got {tuple(ids.shape)}"
+            )
+        if ids.shape[1] > self.config.max_len:
+            raise ValueError(
+                f"{name} has length {ids.shape[1]}, more than config.max_len={self.config.max_len}"
+            )
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or hi >= vocab_size:
+            raise ValueError(
+                f"{name} holds ids in [{lo}, {hi}], outside the vocabulary 0 .. {vocab_size - 1}"
+            )
+        return ids
+
+    def _embed(self, ids: torch.Tensor, embed: nn.Embedding, pos: nn.Module) -> torch.Tensor:
+        x = embed(ids) * math.sqrt(self.config.d_model)  # (B, L, C)
+        return self.dropout(pos(x))
+
+    def encode(self, src: torch.Tensor, *, need_weights: bool = False) -> torch.Tensor:
+        """Source ids (B, S) -> memory (B, S, C); padding is masked as a key."""
+        self._check_ids("src", src, self.config.src_vocab_size)
+        src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, S)
+        x = self._embed(src, self.src_embed, self.src_pos)  # (B, S, C)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask, need_weights=need_weights)
+        return self.encoder_norm(x)
+
+    def decode(
+        self,
+        tgt_in: torch.Tensor,
+        memory: torch.Tensor,
+        memory_mask: torch.Tensor | None,
+        *,
+        need_weights: bool = False,
+    ) -> torch.Tensor:
+        """Shifted targets (B, T) and memory (B, S, C) -> logits (B, T, V).
+
+        ``memory_mask`` is the source padding mask ``padding_mask(src, pad_id)``
+        (B, 1, S), or ``None`` when the source has no padding; it is required so
+        that forgetting it cannot silently let the decoder attend to padding.
+        """
+        self._check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size)
+        _check_width("memory", memory, self.config.d_model)
+        if memory.shape[0] != tgt_in.shape[0]:
+            raise ValueError(f"memory has batch size {memory.shape[0]} but tgt_in has {tgt_in.shape[0]}")
+        tgt_mask = padding_mask(tgt_in, self.config.pad_id)  # (B, 1, T); the blocks add the causal mask
+        y = self._embed(tgt_in, self.tgt_embed, self.tgt_pos)  # (B, T, C)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, memory_mask, causal=True, need_weights=need_weights)
+        return self.head(self.decoder_norm(y))  # (B, T, V)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, *, need_weights: bool = False) -> torch.Tensor:
+        self._check_ids("src", src, self.config.src_vocab_size)
+        self._check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size)
+        if src.shape[0] != tgt_in.shape[0]:
+            raise ValueError(
+                f"src and tgt_in must have the same batch size, got {src.shape[0]} and {tgt_in.shape[0]}"
+            )
+        memory = self.encode(src, need_weights=need_weights)
+        return self.decode(tgt_in, memory, padding_mask(src, self.config.pad_id), need_weights=need_weights)
+
+    def attention_weights(self) -> dict[str, list[torch.Tensor | None]]:
+        """The weights kept by the last call with ``need_weights=True``, one (B, nh, T, S) per layer.
+
+        Keys: ``"encoder"`` (self-attention over the source), ``"decoder"``
+        (masked self-attention over the target) and ``"cross"`` (target
+        queries over source keys).
+        """
+        return {
+            "encoder": [layer.attn_weights for layer in self.encoder_layers],
+            "decoder": [layer.self_attn_weights for layer in self.decoder_layers],
+            "cross": [layer.cross_attn_weights for layer in self.decoder_layers],
+        }
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: Transformer,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+) -> torch.Tensor:
+    """Translate ``src`` (B, S) by picking the most likely next token, one step at a time.
+
+    Starts every target with ``bos_id`` and feeds each prediction back in. A
+    sequence is finished once it emits ``eos_id``; after that it gets
+    ``model.config.pad_id``, and decoding stops when all are finished or after
+    ``max_len`` tokens. Returns the generated ids (B, L), ``L <= max_len``,
+    without the BOS and with the EOS. Runs in eval mode (no dropout) and
+    restores the model's mode afterwards.
+
+    >>> _ = torch.manual_seed(0)
+    >>> model = Transformer(TransformerConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
+    >>> out = greedy_decode(model, torch.tensor([[3, 4, 5], [6, 0, 0]]), bos_id=1, eos_id=2, max_len=5)
+    >>> out.shape[0], out.shape[1] <= 5
+    (2, True)
+    """
+    if not isinstance(model, nn.Module) or not all(hasattr(model, a) for a in ("encode", "decode", "config")):
+        raise TypeError(
+            f"model must be an attnbook Transformer (with encode/decode/config), got {type(model).__name__}"
+        )
+    pad_id = model.config.pad_id
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("max_len", max_len)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    if max_len > model.config.max_len:
+        raise ValueError(f"max_len={max_len} is more than the model's config.max_len={model.config.max_len}")
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if not 0 <= value < model.config.tgt_vocab_size:
+            raise ValueError(
+                f"{name}={value} is outside the target vocabulary 0 .. {model.config.tgt_vocab_size - 1}"
+            )
+    if bos_id == pad_id:
+        raise ValueError(f"bos_id must differ from the padding id {pad_id}, or BOS would be masked out")
+
+    was_training = model.training
+    model.eval()
+    try:
+        memory = model.encode(src)  # (B, S, C)
+        memory_mask = padding_mask(src, pad_id)  # (B, 1, S)
+        B = src.shape[0]
+        ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1): BOS
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
+        for _ in range(max_len):
+            logits = model.decode(ys, memory, memory_mask)  # (B, t, V); recomputed, no cache: simple
+            next_id = logits[:, -1].argmax(dim=-1)  # (B,)
+            next_id = next_id.masked_fill(done, pad_id)  # finished sequences only pad
+            ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t + 1)
+            done |= next_id == eos_id
+            if bool(done.all()):
+                break
+        return ys[:, 1:]  # drop BOS: (B, L)
+    finally:
+        model.train(was_training)
