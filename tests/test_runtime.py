@@ -1,0 +1,55 @@
+"""runtime: device choice, seeding, autocast, parameter counts."""
+
+import pytest
+import torch
+
+from attnbook.runtime import autocast, count_parameters, get_device, seed_everything
+
+
+def test_get_device_defaults_to_an_available_device(monkeypatch):
+    monkeypatch.delenv("ATTNBOOK_DEVICE", raising=False)
+    device = get_device()
+    assert device.type in {"cuda", "mps", "cpu"}
+    if not torch.cuda.is_available():
+        assert device.type != "cuda"
+
+
+def test_environment_overrides_preference(monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_DEVICE", "cpu")
+    assert get_device("cuda") == torch.device("cpu")
+
+
+def test_asking_for_missing_cuda_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("ATTNBOOK_DEVICE", raising=False)
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is present")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        get_device("cuda")
+
+
+def test_seed_everything_repeats_and_rejects_non_ints():
+    seed_everything(3)
+    a = torch.randn(4)
+    seed_everything(3)
+    assert torch.equal(a, torch.randn(4))
+    with pytest.raises(TypeError, match="seed must be an int"):
+        seed_everything(1.5)
+
+
+def test_autocast_is_a_noop_on_cpu():
+    with autocast("cpu"):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+
+
+@pytest.mark.gpu
+def test_autocast_uses_bf16_on_cuda():
+    with autocast("cuda"):
+        y = torch.ones(2, 2, device="cuda") @ torch.ones(2, 2, device="cuda")
+    assert y.dtype == torch.bfloat16
+
+
+def test_count_parameters_counts_trainable_only_by_default():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1))
+    model[0].weight.requires_grad_(False)
+    assert count_parameters(model) == 2 + 2 + 1
+    assert count_parameters(model, trainable_only=False) == 6 + 2 + 2 + 1
