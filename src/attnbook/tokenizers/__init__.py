@@ -1,0 +1,40 @@
+"""Tokenization: characters, and byte-pair encoding (BPE) learned from text.
+
+Modules, small to large:
+
+- :mod:`.char` -- :class:`CharTokenizer`, one token per character.
+- :mod:`.pairs` -- :func:`get_stats` and :func:`merge`, the two ideas BPE is
+  made of.
+- :mod:`.patterns` -- the GPT-2 and GPT-4 regex split patterns.
+- :mod:`.training` -- :func:`train_bpe_reference` (plain, rescans after every
+  merge: the teaching version and test oracle) beside :func:`train_bpe`
+  (unique chunks, incremental counts, a heap; same merges). The tie-breaking
+  rule is documented there.
+- :mod:`.bpe` -- :class:`BPETokenizer`: train, encode, decode, save, load,
+  ``to_tiktoken()``.
+
+>>> tok = BPETokenizer("gpt2").train("low lower lowest " * 20, 256 + 5)
+>>> tok.decode(tok.encode("lowest")) == "lowest"
+True
+"""
+
+from .bpe import BPETokenizer, encode_chunk
+from .char import CharTokenizer
+from .pairs import get_stats, merge
+from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, split_text
+from .training import best_pair, count_chunks, train_bpe, train_bpe_reference
+
+__all__ = [
+    "CharTokenizer",
+    "get_stats",
+    "merge",
+    "GPT2_SPLIT_PATTERN",
+    "GPT4_SPLIT_PATTERN",
+    "split_text",
+    "best_pair",
+    "count_chunks",
+    "train_bpe_reference",
+    "train_bpe",
+    "encode_chunk",
+    "BPETokenizer",
+]
