@@ -29,6 +29,8 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from attnbook._checks import positive_int
+
 __all__ = [
     "attention_heatmap",
     "attention_grid",
@@ -112,10 +114,6 @@ def _grid(n: int, ncols: int, panel: tuple[float, float]) -> tuple[Figure, list[
     return fig, flat[:n]
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
 
 
 # ----------------------------------------------------------------------------- attention
@@ -203,7 +201,7 @@ def attention_grid(
         ncols = w.shape[1]
     w = w.reshape(-1, T, S)  # (N, T, S)
     n = w.shape[0]
-    ncols = min(n, 4) if ncols is None else min(n, _positive_int("ncols", ncols))
+    ncols = min(n, 4) if ncols is None else min(n, positive_int("ncols", ncols))
     if titles is None:
         titles = default_titles
     elif len(titles) != n:
@@ -328,7 +326,7 @@ def image_grid(
     """
     x = _images_nhwc(images)
     n = x.shape[0]
-    nrow = _positive_int("nrow", nrow)
+    nrow = positive_int("nrow", nrow)
     if titles is not None and len(titles) != n:
         raise ValueError(f"titles has {len(titles)} entries but there are {n} images")
     fig, axes = _grid(n, min(nrow, n), (panel_size, panel_size))
@@ -405,7 +403,7 @@ def training_curves(
     ax = _new_axes(ax, figsize=(7, 3.5))
     lines = []
     if train_loss:
-        window = max(1, len(train_loss) // 20) if smooth is None else _positive_int("smooth", smooth)
+        window = max(1, len(train_loss) // 20) if smooth is None else positive_int("smooth", smooth)
         window = min(window, len(train_loss))
         if window > 1:
             ax.plot(steps, train_loss, color="C0", alpha=0.25, linewidth=1)

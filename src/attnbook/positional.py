@@ -27,6 +27,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnbook._checks import float_tensor, positive_int
+
 __all__ = [
     "sinusoidal_positions",
     "relative_shift_matrix",
@@ -35,14 +37,8 @@ __all__ = [
 ]
 
 
-def _check_positive_int(name: str, value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
 def _check_even_width(d_model: object) -> int:
-    _check_positive_int("d_model", d_model)
+    positive_int("d_model", d_model)
     if d_model % 2 != 0:  # type: ignore[operator]
         raise ValueError(f"d_model must be even for sinusoidal positions (sin/cos pairs), got {d_model}")
     return d_model  # type: ignore[return-value]
@@ -73,7 +69,7 @@ def sinusoidal_positions(
             [ 0.8415,  0.5403,  0.0100,  0.9999],
             [ 0.9093, -0.4161,  0.0200,  0.9998]])
     """
-    _check_positive_int("T", T)
+    positive_int("T", T)
     _check_even_width(d_model)
     t = torch.arange(T, dtype=torch.float64)  # (T,)
     angles = t[:, None] * _frequencies(d_model, base)[None, :]  # (T, d_model/2)
@@ -119,15 +115,6 @@ def relative_shift_matrix(
     return torch.block_diag(*blocks).to(dtype).to(device)  # (d_model, d_model)
 
 
-def _check_input(x: object, d_model: int) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
-        raise TypeError(f"x must be a floating-point tensor of embeddings, got {got}")
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"x must have shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
-    return x
-
-
 class SinusoidalPositions(nn.Module):
     """Adds the fixed :func:`sinusoidal_positions` table to (B, T, d_model) embeddings.
 
@@ -146,7 +133,7 @@ class SinusoidalPositions(nn.Module):
 
     def __init__(self, max_len: int, d_model: int, *, base: float = 10000.0) -> None:
         super().__init__()
-        self.max_len = _check_positive_int("max_len", max_len)
+        self.max_len = positive_int("max_len", max_len)
         self.d_model = _check_even_width(d_model)
         self.base = base
         # persistent=False: the table is a formula, so it stays out of state_dict.
@@ -156,7 +143,7 @@ class SinusoidalPositions(nn.Module):
         return f"max_len={self.max_len}, d_model={self.d_model}"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        T = _check_input(x, self.d_model).shape[1]
+        T = float_tensor("x", x, (None, None, self.d_model), f"(B, T, d_model={self.d_model})").shape[1]
         if T <= self.max_len:
             pe = self.pe[:T]  # (T, d_model)
         else:
@@ -181,15 +168,15 @@ class LearnedPositions(nn.Module):
 
     def __init__(self, max_len: int, d_model: int, *, init_std: float = 1.0) -> None:
         super().__init__()
-        self.max_len = _check_positive_int("max_len", max_len)
-        self.d_model = _check_positive_int("d_model", d_model)
+        self.max_len = positive_int("max_len", max_len)
+        self.d_model = positive_int("d_model", d_model)
         self.weight = nn.Parameter(torch.randn(max_len, d_model) * init_std)  # (max_len, d_model)
 
     def extra_repr(self) -> str:
         return f"max_len={self.max_len}, d_model={self.d_model}"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        T = _check_input(x, self.d_model).shape[1]
+        T = float_tensor("x", x, (None, None, self.d_model), f"(B, T, d_model={self.d_model})").shape[1]
         if T > self.max_len:
             raise ValueError(
                 f"sequence length T={T} exceeds max_len={self.max_len} of the learned position "

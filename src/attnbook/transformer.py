@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnbook._checks import dropout_rate, float_tensor
 from attnbook.attention import MultiHeadAttention, padding_mask
 from attnbook.positional import LearnedPositions, SinusoidalPositions
 
@@ -59,21 +60,6 @@ __all__ = [
 ]
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
-
-
-def _check_dropout(dropout: float) -> float:
-    if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
-    return float(dropout)
-
-
-def _check_width(name: str, x: object, d_model: int) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
-        raise TypeError(f"{name} must be a floating-point tensor, got {got}")
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have shape (B, length, d_model={d_model}), got {tuple(x.shape)}")
-    return x
 
 
 class FeedForward(nn.Module):
@@ -109,7 +95,7 @@ class FeedForward(nn.Module):
         self.fc1 = nn.Linear(d_model, d_ff)  # W_1, b_1
         self.fc2 = nn.Linear(d_ff, d_model)  # W_2, b_2
         self.activation = activation
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(dropout_rate(dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc2(self.dropout(self.activation(self.fc1(x))))  # (B, T, d_ff) inside
@@ -148,7 +134,7 @@ class EncoderBlock(nn.Module):
         self.ffn = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
-        self.dropout1 = nn.Dropout(_check_dropout(dropout))  # on each sublayer's output, before the sum
+        self.dropout1 = nn.Dropout(dropout_rate(dropout))  # on each sublayer's output, before the sum
         self.dropout2 = nn.Dropout(dropout)
         self.attn_weights: torch.Tensor | None = None
 
@@ -160,7 +146,7 @@ class EncoderBlock(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, *, need_weights: bool = False
     ) -> torch.Tensor:
-        _check_width("x", x, self.d_model)
+        float_tensor("x", x, (None, None, self.d_model), f"(B, length, d_model={self.d_model})")
         if self.norm_first:
             x = x + self._sa(self.norm1(x), mask, need_weights)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
@@ -211,7 +197,7 @@ class DecoderBlock(nn.Module):
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.norm3 = nn.LayerNorm(d_model)
-        self.dropout1 = nn.Dropout(_check_dropout(dropout))
+        self.dropout1 = nn.Dropout(dropout_rate(dropout))
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
         self.self_attn_weights: torch.Tensor | None = None
@@ -241,8 +227,8 @@ class DecoderBlock(nn.Module):
         causal: bool = True,
         need_weights: bool = False,
     ) -> torch.Tensor:
-        _check_width("x", x, self.d_model)
-        _check_width("memory", memory, self.d_model)
+        float_tensor("x", x, (None, None, self.d_model), f"(B, length, d_model={self.d_model})")
+        float_tensor("memory", memory, (None, None, self.d_model), f"(B, length, d_model={self.d_model})")
         if self.norm_first:
             x = x + self._sa(self.norm1(x), tgt_mask, causal, need_weights)
             x = x + self._ca(self.norm2(x), memory, memory_mask, need_weights)
@@ -298,7 +284,7 @@ class TransformerConfig:
             raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
-        _check_dropout(self.dropout)
+        dropout_rate(self.dropout)
         smallest = min(self.src_vocab_size, self.tgt_vocab_size)
         if not 0 <= self.pad_id < smallest:
             raise ValueError(
@@ -452,7 +438,7 @@ class Transformer(nn.Module):
         that forgetting it cannot silently let the decoder attend to padding.
         """
         self._check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size)
-        _check_width("memory", memory, self.config.d_model)
+        float_tensor("memory", memory, (None, None, self.config.d_model), f"(B, length, d_model={self.config.d_model})")
         if memory.shape[0] != tgt_in.shape[0]:
             raise ValueError(f"memory has batch size {memory.shape[0]} but tgt_in has {tgt_in.shape[0]}")
         tgt_mask = padding_mask(tgt_in, self.config.pad_id)  # (B, 1, T); the blocks add the causal mask

@@ -1,0 +1,74 @@
+"""Argument checks shared by the modules: one clear error message per kind of mistake.
+
+Each check returns its (validated) argument so that it can wrap an assignment,
+and raises ``TypeError`` for a value of the wrong kind or ``ValueError`` for
+one of the right kind but out of range, naming the argument and what was given.
+
+>>> positive_int("n_layer", 0)
+Traceback (most recent call last):
+...
+ValueError: n_layer must be a positive int, got 0
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def positive_int(name: str, value: object) -> int:
+    """``value`` if it is an int >= 1 (``True`` is not an int here)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def dropout_rate(value: object) -> float:
+    """``value`` as a float if it is a probability in [0, 1).
+
+    >>> dropout_rate(0)
+    0.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        raise ValueError(f"dropout must be a number in [0, 1), got {value!r}")
+    return float(value)
+
+
+def token_ids(name: str, ids: object, vocab_size: int | None = None, dim: int | None = None) -> torch.Tensor:
+    """``ids`` if it is an integer tensor (of ``dim`` axes, ids in ``0 .. vocab_size - 1``).
+
+    >>> token_ids("idx", torch.tensor([[1, 5]]), vocab_size=4)
+    Traceback (most recent call last):
+    ...
+    ValueError: idx holds ids in [1, 5], outside the vocabulary 0 .. 3
+    """
+    if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise TypeError(f"{name} must be an integer tensor of token ids, got {got}")
+    if dim is not None and (ids.dim() != dim or ids.numel() == 0):
+        want = "(B, length)" if dim == 2 else "(B,)" if dim == 1 else f"{dim} axes"
+        raise ValueError(f"{name} must have shape {want} and not be empty, got {tuple(ids.shape)}")
+    if vocab_size is not None and ids.numel():
+        lo, hi = (int(v) for v in torch.aminmax(ids))  # one device sync for both ends
+        if lo < 0 or hi >= vocab_size:
+            raise ValueError(f"{name} holds ids in [{lo}, {hi}], outside the vocabulary 0 .. {vocab_size - 1}")
+    return ids
+
+
+def float_tensor(
+    name: str, x: object, shape: tuple[int | None, ...] | None = None, described: str = ""
+) -> torch.Tensor:
+    """``x`` if it is a floating tensor whose shape matches ``shape`` (``None`` = any size there).
+
+    >>> float_tensor("x", torch.zeros(2, 3), (None, 4), "(B, d_model=4)")
+    Traceback (most recent call last):
+    ...
+    ValueError: x must have shape (B, d_model=4), got (2, 3)
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+    if shape is not None and (
+        x.dim() != len(shape) or any(want is not None and got != want for got, want in zip(x.shape, shape))
+    ):
+        raise ValueError(f"{name} must have shape {described or shape}, got {tuple(x.shape)}")
+    return x
