@@ -1,0 +1,780 @@
+"""Recurrent encoder-decoders with and without attention: the models of chapter 1.
+
+``Encoder`` -> ``PlainDecoder`` / ``AttentionDecoder`` -> ``Seq2SeqConfig`` ->
+``Seq2Seq`` -> ``greedy_decode``, plus the helpers that train and score them
+(``encode_pairs``, ``LengthBuckets``, ``seq2seq_loss``, ``exact_match``,
+``translate``).
+
+The :class:`Encoder` reads the source characters with a bidirectional GRU and
+returns one annotation ``z_j`` per position (the *memory*) and a *summary*, its
+final states. Both decoders are GRU cells that emit one character per step
+from the previous character, their state ``s`` and a context vector ``c``;
+they differ only in where ``c`` comes from:
+
+* :class:`PlainDecoder` (Cho et al., 2014): ``c`` is the encoder's summary,
+  the same fixed-size vector at every step -- the *bottleneck* through which
+  the whole source must pass.
+* :class:`AttentionDecoder` (Bahdanau et al., 2015): ``c_t = Σ_j γ_tj z_j``,
+  a new mixture of the annotations at every step, with weights ``γ_tj`` from
+  an alignment model ``e_tj = a(s_{t-1}, z_j)`` --
+  :class:`attnbook.attention.AdditiveAttention` or
+  :class:`attnbook.attention.LuongAttention`.
+
+One decoder step is ``step(prev_token, hidden, memory, mask) -> (logits,
+hidden, weights)``; :class:`Seq2Seq` runs it with teacher forcing and
+:func:`greedy_decode` feeds its own predictions back in. Compared with the
+:mod:`attnbook.transformer` siblings, everything here is sequential: step ``t``
+needs the state of step ``t - 1``.
+
+Token ids follow :class:`attnbook.data.CharVocab` (``<pad>`` = 0, ``<bos>`` = 1,
+``<eos>`` = 2); masks are boolean, ``True`` = may attend; sources are
+right-padded. Shape legend: ``B`` batch, ``S`` source length, ``T`` target
+length, ``E`` embedding width, ``H`` hidden size, ``V`` vocabulary size.
+
+References: Cho et al., *Learning Phrase Representations using RNN
+Encoder-Decoder for Statistical Machine Translation* (2014); Bahdanau, Cho &
+Bengio, *Neural Machine Translation by Jointly Learning to Align and
+Translate* (2015); Luong, Pham & Manning, *Effective Approaches to
+Attention-based Neural Machine Translation* (2015).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnbook.attention import AdditiveAttention, LuongAttention
+
+__all__ = [
+    "Encoder",
+    "PlainDecoder",
+    "AttentionDecoder",
+    "Seq2SeqConfig",
+    "SEQ2SEQ_PRESETS",
+    "Seq2Seq",
+    "greedy_decode",
+    "encode_pairs",
+    "LengthBuckets",
+    "seq2seq_loss",
+    "exact_match",
+    "translate",
+]
+
+_ATTENTIONS = ("additive", "general", "dot", None)
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _positive_int(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def _check_dropout(dropout: object) -> float:
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+    return float(dropout)
+
+
+def _check_ids(name: str, ids: object, vocab_size: int, dim: int = 2) -> torch.Tensor:
+    """Integer ids of shape (B, L) (dim=2) or (B,) (dim=1), each in 0 .. vocab_size - 1."""
+    if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise TypeError(f"{name} must be an integer tensor of token ids, got {got}")
+    want = "(B, length)" if dim == 2 else "(B,)"
+    if ids.dim() != dim or ids.numel() == 0:
+        raise ValueError(f"{name} must have shape {want} and not be empty, got {tuple(ids.shape)}")
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= vocab_size:
+        raise ValueError(f"{name} holds ids in [{lo}, {hi}], outside the vocabulary 0 .. {vocab_size - 1}")
+    return ids
+
+
+def _check_float(name: str, x: object, shape: tuple[int | None, ...], described: str) -> torch.Tensor:
+    """A floating tensor whose shape matches ``shape`` (None = any size on that axis)."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+    if x.dim() != len(shape) or any(want is not None and got != want for got, want in zip(x.shape, shape)):
+        raise ValueError(f"{name} must have shape {described}, got {tuple(x.shape)}")
+    return x
+
+
+# ----------------------------------------------------------------------------- encoder
+
+
+class Encoder(nn.Module):
+    """Embeds source ids (B, S) and reads them with a GRU: ``forward(src) -> (memory, summary)``.
+
+    ``memory`` (B, S, hidden_size) holds one annotation ``z_j`` per position --
+    with ``bidirectional=True`` the forward and backward states side by side,
+    ``hidden_size // 2`` each, so that ``z_j`` sees the whole sentence around
+    position ``j``. ``summary`` (B, hidden_size) is the GRU's final state (the
+    forward state after the last real token, then the backward state after
+    the first): all that a decoder without attention ever sees of the source.
+
+    Sources are right-padded with ``pad_id``, and padding never enters a state
+    that the outputs use: the forward GRU (``gru``) meets the padding only
+    after the last real token, and the backward GRU (``gru_reverse``) reads each
+    sentence reversed *within its length*, ``x_{n-1} ... x_0`` followed by the
+    padding. ``memory`` is zero at padded positions. This computes exactly
+    what ``nn.GRU(bidirectional=True)`` computes on a packed sequence (the
+    tests check it with copied weights) without ``pack_padded_sequence``,
+    whose backward pass is slow on CPU for long inputs.
+
+    >>> enc = Encoder(vocab_size=10, embed_dim=4, hidden_size=6)
+    >>> memory, summary = enc(torch.tensor([[5, 6, 7], [8, 9, 0]]))  # the second source has 2 tokens
+    >>> memory.shape, summary.shape                                  # (B, S, H), (B, H)
+    (torch.Size([2, 3, 6]), torch.Size([2, 6]))
+    >>> memory[1, 2].abs().sum().item()                              # nothing at the padding
+    0.0
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        hidden_size: int,
+        *,
+        bidirectional: bool = True,
+        pad_id: int = 0,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("embed_dim", embed_dim), ("hidden_size", hidden_size)):
+            _positive_int(name, value)
+        if bidirectional and hidden_size % 2 != 0:
+            raise ValueError(
+                f"a bidirectional encoder splits hidden_size between its two directions, so it must be even, "
+                f"got {hidden_size}"
+            )
+        if not 0 <= pad_id < vocab_size:
+            raise ValueError(f"pad_id must be an id in 0 .. {vocab_size - 1}, got {pad_id!r}")
+        self.vocab_size, self.hidden_size, self.pad_id = vocab_size, hidden_size, pad_id
+        self.bidirectional = bidirectional
+        self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+        per_direction = hidden_size // 2 if bidirectional else hidden_size
+        self.gru = nn.GRU(embed_dim, per_direction, batch_first=True)  # reads x_0 ... x_{n-1}
+        self.gru_reverse = nn.GRU(embed_dim, per_direction, batch_first=True) if bidirectional else None
+
+    def forward(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        _check_ids("src", src, self.vocab_size)
+        B, S = src.shape
+        real = src != self.pad_id  # (B, S)
+        lengths = real.sum(dim=1)  # (B,)
+        if bool((lengths == 0).any()):
+            raise ValueError("every source must hold at least one token that is not padding")
+        positions = torch.arange(S, device=src.device)
+        if not torch.equal(real, positions[None, :] < lengths[:, None]):
+            raise ValueError(
+                f"src must be right-padded: pad_id={self.pad_id} may only appear after the last real token"
+            )
+        x = self.dropout(self.embed(src))  # (B, S, E)
+        last = (lengths - 1)[:, None, None]  # (B, 1, 1): where each forward pass ends
+        forward_states, _ = self.gru(x)  # (B, S, H/dir); states at padded positions are never used
+        forward_final = forward_states.gather(1, last.expand(B, 1, forward_states.shape[-1])).squeeze(1)
+        if self.gru_reverse is None:
+            memory, summary = forward_states, forward_final  # (B, S, H), (B, H)
+        else:
+            # position j of the reversed sentence is position n-1-j of the original; padding stays put
+            flip = torch.where(real, lengths[:, None] - 1 - positions[None, :], positions[None, :])  # (B, S)
+            x_reversed = x.gather(1, flip[:, :, None].expand_as(x))  # (B, S, E)
+            states_reversed, _ = self.gru_reverse(x_reversed)  # (B, S, H/2)
+            backward_final = states_reversed.gather(
+                1, last.expand(B, 1, states_reversed.shape[-1])
+            ).squeeze(1)  # (B, H/2): the backward state after reading x_0
+            backward_states = states_reversed.gather(1, flip[:, :, None].expand_as(states_reversed))  # (B, S, H/2)
+            memory = torch.cat([forward_states, backward_states], dim=-1)  # (B, S, H)
+            summary = torch.cat([forward_final, backward_final], dim=-1)  # (B, H)
+        return memory * real[:, :, None], summary  # zero at the padding
+
+
+# ----------------------------------------------------------------------------- decoders
+
+
+class _DecoderBase(nn.Module):
+    """The parts both decoders share: target embedding, GRU cell, output layer.
+
+    One step reads ``y_{t-1}`` and a context ``c_t`` (B, context_size):
+    ``s_t = GRUCell([E y_{t-1}; c_t], s_{t-1})`` and ``logits = W_o [s_t; c_t; E y_{t-1}]``
+    (a linear version of Bahdanau's "deep output").
+    """
+
+    def __init__(
+        self, vocab_size: int, embed_dim: int, hidden_size: int, context_size: int, *, dropout: float = 0.0
+    ) -> None:
+        super().__init__()
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("embed_dim", embed_dim),
+            ("hidden_size", hidden_size),
+            ("context_size", context_size),
+        ):
+            _positive_int(name, value)
+        self.vocab_size, self.hidden_size, self.context_size = vocab_size, hidden_size, context_size
+        self.embed = nn.Embedding(vocab_size, embed_dim)
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.cell = nn.GRUCell(embed_dim + context_size, hidden_size)
+        self.out = nn.Linear(hidden_size + context_size + embed_dim, vocab_size)
+
+    def _check_step(self, prev_token: object, hidden: object, memory: object) -> tuple[int, int]:
+        _check_ids("prev_token", prev_token, self.vocab_size, dim=1)
+        B = prev_token.shape[0]
+        _check_float("hidden", hidden, (B, self.hidden_size), f"(B={B}, hidden_size={self.hidden_size})")
+        _check_float("memory", memory, (B, None, self.context_size), f"(B={B}, S, {self.context_size})")
+        if memory.shape[1] == 0:
+            raise ValueError("memory must hold at least one position (S >= 1), got S = 0")
+        if memory.dtype != hidden.dtype:
+            raise TypeError(f"hidden and memory must share one dtype, got {hidden.dtype} and {memory.dtype}")
+        return B, memory.shape[1]
+
+    def _advance(
+        self, prev_token: torch.Tensor, hidden: torch.Tensor, context: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        e = self.dropout(self.embed(prev_token))  # (B, E)
+        hidden = self.cell(torch.cat([e, context], dim=-1), hidden)  # s_t: (B, H)
+        features = torch.cat([hidden, context, e], dim=-1)  # (B, H + C + E)
+        return self.out(self.dropout(features)), hidden  # (B, V), (B, H)
+
+
+class PlainDecoder(_DecoderBase):
+    """A GRU decoder without attention: the context is the same vector at every step.
+
+    ``step(prev_token, hidden, memory, mask=None) -> (logits, hidden, None)``
+    has the signature of :meth:`AttentionDecoder.step`, but ``memory`` must be
+    a single vector per sequence, (B, 1, context_size) -- :class:`Seq2Seq`
+    passes the encoder's ``summary`` -- and there are no attention weights.
+    This is the fixed-size bottleneck of Cho et al. (2014).
+
+    >>> dec = PlainDecoder(vocab_size=7, embed_dim=4, hidden_size=5, context_size=6)
+    >>> summary = torch.randn(2, 1, 6)                          # (B, 1, context_size)
+    >>> logits, hidden, weights = dec.step(torch.tensor([1, 1]), torch.zeros(2, 5), summary)
+    >>> logits.shape, hidden.shape, weights                     # (B, V), (B, H), no attention
+    (torch.Size([2, 7]), torch.Size([2, 5]), None)
+    """
+
+    def step(
+        self,
+        prev_token: torch.Tensor,
+        hidden: torch.Tensor,
+        memory: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, None]:
+        """One step: previous token (B,), state (B, H), summary (B, 1, C) -> logits (B, V), state, None."""
+        _, S = self._check_step(prev_token, hidden, memory)
+        if S != 1:
+            raise ValueError(
+                f"PlainDecoder reads one context vector per sequence: memory must be (B, 1, context_size), "
+                f"got S={S} positions (pass the encoder's summary, or use AttentionDecoder)"
+            )
+        logits, hidden = self._advance(prev_token, hidden, memory[:, 0])  # the same c at every step
+        return logits, hidden, None
+
+
+class AttentionDecoder(_DecoderBase):
+    """A GRU decoder that attends over the encoder's memory anew at every step.
+
+    ``step(prev_token, hidden, memory, mask) -> (logits, hidden, weights)``:
+
+    1. ``γ_t = softmax_j a(s_{t-1}, z_j)`` over the unmasked positions, and
+       ``c_t = Σ_j γ_tj z_j`` (``weights`` γ_t is (B, S), ``c_t`` (B, context_size));
+    2. ``s_t = GRUCell([E y_{t-1}; c_t], s_{t-1})``;
+    3. ``logits = W_o [s_t; c_t; E y_{t-1}]`` (B, V).
+
+    ``attention`` picks the alignment model ``a``: ``"additive"``
+    (:class:`~attnbook.attention.AdditiveAttention`, Bahdanau) or ``"general"``
+    / ``"dot"`` (:class:`~attnbook.attention.LuongAttention`; ``"dot"`` needs
+    ``hidden_size == context_size``). As in Bahdanau's model the query is the
+    *previous* state ``s_{t-1}``. ``mask`` (B, S) is ``True`` at real source
+    tokens. The keys' projection does not change between steps:
+    :meth:`project_keys` computes it once and ``step(..., projected_keys=...)``
+    reuses it.
+
+    >>> _ = torch.manual_seed(0)
+    >>> dec = AttentionDecoder(vocab_size=7, embed_dim=4, hidden_size=5, context_size=6)
+    >>> memory = torch.randn(2, 3, 6)                           # (B, S, context_size)
+    >>> mask = torch.tensor([[True, True, True], [True, True, False]])
+    >>> logits, hidden, weights = dec.step(torch.tensor([1, 1]), torch.zeros(2, 5), memory, mask)
+    >>> logits.shape, hidden.shape, weights.shape               # (B, V), (B, H), (B, S)
+    (torch.Size([2, 7]), torch.Size([2, 5]), torch.Size([2, 3]))
+    >>> torch.allclose(weights.sum(dim=1), torch.ones(2)), weights[1, 2].item()  # rows sum to 1; padding: 0
+    (True, 0.0)
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        hidden_size: int,
+        context_size: int,
+        *,
+        attention: str = "additive",
+        attn_size: int | None = None,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__(vocab_size, embed_dim, hidden_size, context_size, dropout=dropout)
+        if attention == "additive":
+            self.attention: nn.Module = AdditiveAttention(hidden_size, context_size, attn_size or hidden_size)
+        elif attention in ("general", "dot"):
+            self.attention = LuongAttention(hidden_size, context_size, method=attention)
+        else:
+            raise ValueError(f"attention must be 'additive', 'general' or 'dot', got {attention!r}")
+        self.attention_kind = attention
+
+    def project_keys(self, memory: torch.Tensor) -> torch.Tensor:
+        """The keys' part of the alignment scores, once per sequence: (B, S, C) -> (B, S, ·)."""
+        return self.attention.project_keys(memory)
+
+    def step(
+        self,
+        prev_token: torch.Tensor,
+        hidden: torch.Tensor,
+        memory: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        projected_keys: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step: previous token (B,), state (B, H), memory (B, S, C), mask (B, S) -> logits, state, weights."""
+        B, S = self._check_step(prev_token, hidden, memory)
+        if mask is not None and (not isinstance(mask, torch.Tensor) or tuple(mask.shape) != (B, S)):
+            got = tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise ValueError(f"mask must have shape (B={B}, S={S}), True at real source tokens, got {got}")
+        context, weights = self.attention(hidden, memory, mask=mask, projected_keys=projected_keys)  # (B, C), (B, S)
+        logits, hidden = self._advance(prev_token, hidden, context)
+        return logits, hidden, weights
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+@dataclass
+class Seq2SeqConfig:
+    """Sizes and switches of a :class:`Seq2Seq`; ``preset(name, ...)`` gives named sizes.
+
+    >>> cfg = Seq2SeqConfig.preset("tiny", src_vocab_size=12, tgt_vocab_size=14)
+    >>> cfg.hidden_size, cfg.attention
+    (32, 'additive')
+    >>> cfg.replace(attention=None).attention is None                # the no-attention baseline
+    True
+    """
+
+    src_vocab_size: int  # source ids are 0 .. src_vocab_size - 1 (pad, bos, eos, unk included)
+    tgt_vocab_size: int  # target ids are 0 .. tgt_vocab_size - 1
+    embed_dim: int = 32  # width E of the character embeddings (source and target have their own)
+    hidden_size: int = 128  # decoder state s_t and annotation z_j width (hidden_size // 2 per encoder direction)
+    attention: str | None = "additive"  # "additive" (Bahdanau), "general"/"dot" (Luong), None: no attention
+    attn_size: int = 64  # hidden width of the additive alignment MLP (unused by the others)
+    bidirectional: bool = True  # encoder reads left-to-right and right-to-left (Bahdanau) or one way only
+    dropout: float = 0.0  # on embeddings and the decoder's output features
+    pad_id: int = 0  # padding id, the same in both vocabularies (CharVocab uses 0)
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab_size", "tgt_vocab_size", "embed_dim", "hidden_size", "attn_size"):
+            _positive_int(name, getattr(self, name))
+        if self.attention not in _ATTENTIONS:
+            raise ValueError(f"attention must be one of {_ATTENTIONS}, got {self.attention!r}")
+        if self.bidirectional and self.hidden_size % 2 != 0:
+            raise ValueError(f"bidirectional=True needs an even hidden_size, got {self.hidden_size}")
+        _check_dropout(self.dropout)
+        smallest = min(self.src_vocab_size, self.tgt_vocab_size)
+        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or not 0 <= self.pad_id < smallest:
+            raise ValueError(
+                f"pad_id must be a valid id in both vocabularies (0 .. {smallest - 1}), got {self.pad_id!r}"
+            )
+
+    @classmethod
+    def preset(cls, name: str, **overrides: object) -> Seq2SeqConfig:
+        """A config from :data:`SEQ2SEQ_PRESETS`, with any field overridden (vocab sizes required)."""
+        if name not in SEQ2SEQ_PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(SEQ2SEQ_PRESETS)}")
+        return cls(**{**SEQ2SEQ_PRESETS[name], **overrides})  # type: ignore[arg-type]
+
+    def replace(self, **changes: object) -> Seq2SeqConfig:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+SEQ2SEQ_PRESETS: dict[str, dict[str, object]] = {
+    # tests and doctests: trains in seconds
+    "tiny": dict(embed_dim=16, hidden_size=32, attn_size=16),
+    # the chapter's date translator on a 2-core laptop CPU (see benchmarks/bench_rnn_dates.py)
+    "cpu-fast": dict(embed_dim=32, hidden_size=128, attn_size=64),
+    # a bigger model for a GPU
+    "gpu": dict(embed_dim=64, hidden_size=256, attn_size=128, dropout=0.1),
+}
+
+
+class Seq2Seq(nn.Module):
+    """A GRU encoder-decoder, with or without attention: ``forward(src, tgt_in) -> logits``.
+
+    ``src`` (B, S) is right-padded source ids; ``tgt_in`` (B, T) is the target
+    shifted right (starting with BOS), so that ``logits[:, t]`` (B, T, V)
+    predicts target token ``t`` from the source and the *true* targets before
+    it (teacher forcing). ``forward(..., need_weights=True)`` returns
+    ``(logits, weights)`` with the attention weights (B, T, S) (``None``
+    without attention). Use ``ignore_index=pad_id`` in the loss, or
+    :func:`seq2seq_loss`.
+
+    The pieces: ``encoder`` (:class:`Encoder`), ``bridge`` (``s_0 = tanh(W_s
+    summary)``, the decoder's first state) and ``decoder``
+    (:class:`AttentionDecoder`, or :class:`PlainDecoder` when
+    ``config.attention is None``). :meth:`encode` returns what the decoder
+    reads: the memory (B, S, H) and its mask for attention, or only the
+    summary (B, 1, H) without -- the bottleneck made explicit.
+
+    >>> _ = torch.manual_seed(0)
+    >>> model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=10, tgt_vocab_size=12))
+    >>> src = torch.tensor([[4, 5, 6, 0], [7, 8, 9, 5]])        # (B=2, S=4), pad_id 0
+    >>> tgt_in = torch.tensor([[1, 6, 7], [1, 8, 9]])           # (B=2, T=3), BOS = 1 first
+    >>> logits, weights = model(src, tgt_in, need_weights=True)
+    >>> logits.shape, weights.shape                             # (B, T, V), (B, T, S)
+    (torch.Size([2, 3, 12]), torch.Size([2, 3, 4]))
+    >>> weights[0, :, 3]                                        # nobody attends to the padding
+    tensor([0., 0., 0.], grad_fn=<SelectBackward0>)
+    """
+
+    def __init__(self, config: Seq2SeqConfig) -> None:
+        super().__init__()
+        if not isinstance(config, Seq2SeqConfig):
+            raise TypeError(f"config must be a Seq2SeqConfig, got {type(config).__name__}")
+        self.config = cfg = config
+        H = cfg.hidden_size
+        self.encoder = Encoder(
+            cfg.src_vocab_size,
+            cfg.embed_dim,
+            H,
+            bidirectional=cfg.bidirectional,
+            pad_id=cfg.pad_id,
+            dropout=cfg.dropout,
+        )
+        self.bridge = nn.Linear(H, H)  # s_0 = tanh(W_s summary + b)
+        if cfg.attention is None:
+            self.decoder: PlainDecoder | AttentionDecoder = PlainDecoder(
+                cfg.tgt_vocab_size, cfg.embed_dim, H, H, dropout=cfg.dropout
+            )
+        else:
+            self.decoder = AttentionDecoder(
+                cfg.tgt_vocab_size,
+                cfg.embed_dim,
+                H,
+                H,
+                attention=cfg.attention,
+                attn_size=cfg.attn_size,
+                dropout=cfg.dropout,
+            )
+
+    @property
+    def uses_attention(self) -> bool:
+        return isinstance(self.decoder, AttentionDecoder)
+
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """Source ids (B, S) -> ``(memory, mask, hidden)``: what the decoder reads, and s_0 (B, H).
+
+        With attention ``memory`` is every annotation (B, S, H) and ``mask``
+        (B, S) is ``True`` at real tokens; without, ``memory`` is the summary
+        alone (B, 1, H) and ``mask`` is ``None``.
+        """
+        memory, summary = self.encoder(src)  # (B, S, H), (B, H)
+        hidden = torch.tanh(self.bridge(summary))  # s_0: (B, H)
+        if not self.uses_attention:
+            return summary.unsqueeze(1), None, hidden  # (B, 1, H): the whole source in one vector
+        return memory, src != self.config.pad_id, hidden
+
+    def forward(
+        self, src: torch.Tensor, tgt_in: torch.Tensor, *, need_weights: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor | None]:
+        _check_ids("src", src, self.config.src_vocab_size)
+        _check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size)
+        if src.shape[0] != tgt_in.shape[0]:
+            raise ValueError(f"src and tgt_in must have the same batch size, got {src.shape[0]} and {tgt_in.shape[0]}")
+        memory, mask, hidden = self.encode(src)
+        step_kwargs = {"projected_keys": self.decoder.project_keys(memory)} if self.uses_attention else {}
+        logits, weights = [], []
+        for t in range(tgt_in.shape[1]):  # teacher forcing: the true previous token
+            step_logits, hidden, w = self.decoder.step(tgt_in[:, t], hidden, memory, mask, **step_kwargs)
+            logits.append(step_logits)  # (B, V)
+            weights.append(w)  # (B, S) or None
+        out = torch.stack(logits, dim=1)  # T x (B, V) -> (B, T, V)
+        if not need_weights:
+            return out
+        return out, torch.stack(weights, dim=1) if self.uses_attention else None  # (B, T, S)
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: Seq2Seq,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Translate ``src`` (B, S) one most-likely token at a time; returns ``(tokens, attention)``.
+
+    Starts every target with ``bos_id`` and feeds each prediction back in. A
+    sequence is finished once it emits ``eos_id``; after that it gets
+    ``model.config.pad_id`` (and zero attention), and decoding stops when all
+    are finished or after ``max_len`` tokens. ``tokens`` (B, L), ``L <=
+    max_len``, has no BOS and keeps the EOS; ``attention`` (B, L, S) holds the
+    weights with which each output token was produced (row ``t`` for token
+    ``t``), or is ``None`` for a model without attention. Runs in eval mode and
+    restores the model's mode afterwards.
+
+    >>> _ = torch.manual_seed(0)
+    >>> model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
+    >>> tokens, attention = greedy_decode(model, torch.tensor([[3, 4, 5], [6, 0, 0]]), bos_id=1, eos_id=2, max_len=5)
+    >>> tokens.shape[0], tokens.shape[1] <= 5, attention.shape[1] == tokens.shape[1]  # (B, L), (B, L, S)
+    (2, True, True)
+    """
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"model must be an attnbook.rnn.Seq2Seq, got {type(model).__name__}")
+    cfg = model.config
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("max_len", max_len)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if not 0 <= value < cfg.tgt_vocab_size:
+            raise ValueError(f"{name}={value} is outside the target vocabulary 0 .. {cfg.tgt_vocab_size - 1}")
+    _check_ids("src", src, cfg.src_vocab_size)
+
+    was_training = model.training
+    model.eval()
+    try:
+        memory, mask, hidden = model.encode(src)
+        step_kwargs = {"projected_keys": model.decoder.project_keys(memory)} if model.uses_attention else {}
+        B = src.shape[0]
+        prev = torch.full((B,), bos_id, dtype=torch.long, device=src.device)  # (B,): BOS
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
+        tokens, weights = [], []
+        for _ in range(max_len):
+            logits, hidden, w = model.decoder.step(prev, hidden, memory, mask, **step_kwargs)
+            prev = logits.argmax(dim=-1).masked_fill(done, cfg.pad_id)  # finished sequences only pad
+            tokens.append(prev)
+            if w is not None:
+                weights.append(w.masked_fill(done[:, None], 0.0))  # (B, S)
+            done |= prev == eos_id
+            if bool(done.all()):
+                break
+        attention = torch.stack(weights, dim=1) if weights else None  # (B, L, S)
+        return torch.stack(tokens, dim=1), attention  # (B, L)
+    finally:
+        model.train(was_training)
+
+
+# ----------------------------------------------------------------------------- data, loss and metrics
+
+
+def encode_pairs(
+    pairs: Sequence[tuple[str, str]],
+    src_vocab: object,
+    tgt_vocab: object,
+    *,
+    device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(source, target)`` strings -> ``src`` (N, S) ids and ``tgt`` (N, T) = BOS + ids + EOS, right-padded.
+
+    The vocabularies are :class:`attnbook.data.CharVocab` (anything with
+    ``encode_batch(texts, bos=, eos=)``).
+
+    >>> from attnbook.data import CharVocab
+    >>> v = CharVocab("abc")                                    # a=4, b=5, c=6
+    >>> src, tgt = encode_pairs([("ab", "c"), ("c", "ba")], v, v)
+    >>> src
+    tensor([[4, 5],
+            [6, 0]])
+    >>> tgt                                                     # <bos>=1 ... <eos>=2, <pad>=0
+    tensor([[1, 6, 2, 0],
+            [1, 5, 4, 2]])
+    """
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence) or len(pairs) == 0:
+        raise ValueError("pairs must be a non-empty sequence of (source, target) strings")
+    for p in pairs:
+        if not (isinstance(p, tuple) and len(p) == 2 and all(isinstance(s, str) for s in p)):
+            raise TypeError(f"each pair must be a (source, target) tuple of str, got {p!r}")
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        if not hasattr(vocab, "encode_batch"):
+            raise TypeError(f"{name} must be a CharVocab (with encode_batch), got {type(vocab).__name__}")
+    src = src_vocab.encode_batch([s for s, _ in pairs], device=device)  # (N, S)
+    tgt = tgt_vocab.encode_batch([t for _, t in pairs], bos=True, eos=True, device=device)  # (N, T)
+    return src, tgt
+
+
+class LengthBuckets:
+    """Shuffled ``(src, tgt)`` batches whose sources have similar lengths; a new order every epoch.
+
+    Iterating gives one epoch: the examples are shuffled, cut into pools of
+    ``pool`` batches, sorted by source length inside each pool, cut into
+    batches of ``batch_size`` and the batches shuffled. Each batch is trimmed
+    to its own longest source and target, so short inputs do not pay for the
+    longest one (the encoder, and the attention at every decoder step, cost
+    time proportional to S). Pass it to :func:`attnbook.train.fit` as
+    ``train_batches``; ``len()`` is the number of batches per epoch.
+
+    >>> src = torch.tensor([[4, 0, 0], [4, 5, 6], [5, 0, 0], [6, 5, 0]])
+    >>> tgt = torch.tensor([[1, 4, 2], [1, 5, 2], [1, 6, 2], [1, 4, 2]])
+    >>> batches = LengthBuckets(src, tgt, batch_size=2, seed=0)
+    >>> len(batches), sorted(b[0].shape[1] for b in batches)    # lengths {1, 1} and {2, 3}
+    (2, [1, 3])
+    """
+
+    def __init__(
+        self,
+        src: torch.Tensor,
+        tgt: torch.Tensor,
+        batch_size: int,
+        *,
+        pad_id: int = 0,
+        seed: int = 0,
+        pool: int = 50,
+        drop_last: bool = False,
+    ) -> None:
+        for name, x in (("src", src), ("tgt", tgt)):
+            if not isinstance(x, torch.Tensor) or x.dtype.is_floating_point or x.dtype == torch.bool or x.dim() != 2:
+                raise TypeError(f"{name} must be a (N, length) integer tensor of token ids")
+        if src.shape[0] != tgt.shape[0] or src.shape[0] == 0:
+            raise ValueError(
+                f"src and tgt must hold the same number N >= 1 of examples, got {src.shape[0]} and {tgt.shape[0]}"
+            )
+        self.batch_size = _positive_int("batch_size", batch_size)
+        self.pool = _positive_int("pool", pool)
+        self.src, self.tgt, self.pad_id, self.drop_last = src, tgt, pad_id, drop_last
+        self.src_len = (src != pad_id).sum(dim=1).tolist()  # N lengths
+        self.tgt_len = (tgt != pad_id).sum(dim=1).tolist()
+        self._rng = random.Random(seed)
+
+    def __len__(self) -> int:
+        n = self.src.shape[0]
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        order = list(range(self.src.shape[0]))
+        self._rng.shuffle(order)
+        size = self.batch_size * self.pool
+        batches: list[list[int]] = []
+        for start in range(0, len(order), size):
+            chunk = sorted(order[start : start + size], key=self.src_len.__getitem__)
+            batches += [chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
+        if self.drop_last:
+            batches = [b for b in batches if len(b) == self.batch_size]
+        self._rng.shuffle(batches)
+        for b in batches:
+            index = torch.tensor(b)
+            S = max(self.src_len[i] for i in b)
+            T = max(self.tgt_len[i] for i in b)
+            yield self.src[index, :S], self.tgt[index, :T]  # (B, S), (B, T)
+
+
+def seq2seq_loss(model: Seq2Seq, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Teacher-forced cross-entropy of ``batch = (src, tgt)``, ``tgt`` = BOS + ids + EOS (padded).
+
+    The model reads ``tgt[:, :-1]`` and predicts ``tgt[:, 1:]``; padding is not
+    scored. Shaped to be :func:`attnbook.train.fit`'s ``loss_fn``.
+
+    >>> _ = torch.manual_seed(0)
+    >>> model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
+    >>> loss = seq2seq_loss(model, (torch.tensor([[4, 5]]), torch.tensor([[1, 6, 2]])))
+    >>> 1.5 < loss.item() < 2.6                                 # about ln(8) = 2.08 untrained
+    True
+    """
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise TypeError("batch must be a (src, tgt) pair of id tensors")
+    src, tgt = batch
+    _check_ids("tgt", tgt, model.config.tgt_vocab_size)
+    if tgt.shape[1] < 2:
+        raise ValueError(f"tgt must hold BOS and at least one more token per row, got shape {tuple(tgt.shape)}")
+    logits = model(src, tgt[:, :-1])  # (B, T-1, V)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),  # (B (T-1), V)
+        tgt[:, 1:].reshape(-1),  # (B (T-1),)
+        ignore_index=model.config.pad_id,
+    )
+
+
+def _as_rows(tokens: torch.Tensor, eos_id: int, pad_id: int) -> list[tuple[int, ...]]:
+    """Each row's ids up to and including the first EOS (everything, if there is none)."""
+    rows = []
+    for row in tokens.tolist():
+        row = [i for i in row if i != pad_id]
+        rows.append(tuple(row[: row.index(eos_id) + 1] if eos_id in row else row))
+    return rows
+
+
+@torch.no_grad()
+def exact_match(
+    model: Seq2Seq,
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    *,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    batch_size: int = 1000,
+    per_example: bool = False,
+) -> float | torch.Tensor:
+    """Fraction of sources whose greedy translation equals the target exactly (EOS included).
+
+    ``src`` (N, S) and ``tgt`` (N, T) as from :func:`encode_pairs` (``tgt``
+    starts with BOS). ``per_example=True`` returns the (N,) boolean hits instead,
+    e.g. to group accuracy by input length.
+
+    >>> _ = torch.manual_seed(0)
+    >>> model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
+    >>> exact_match(model, torch.tensor([[4, 5]]), torch.tensor([[1, 6, 2]]))  # untrained
+    0.0
+    """
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"model must be an attnbook.rnn.Seq2Seq, got {type(model).__name__}")
+    _check_ids("src", src, model.config.src_vocab_size)
+    _check_ids("tgt", tgt, model.config.tgt_vocab_size)
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(f"src and tgt must hold the same number of examples, got {src.shape[0]} and {tgt.shape[0]}")
+    _positive_int("batch_size", batch_size)
+    pad = model.config.pad_id
+    device = next(model.parameters()).device
+    hits = []
+    for start in range(0, src.shape[0], batch_size):
+        s, t = src[start : start + batch_size], tgt[start : start + batch_size]
+        lengths = (s != pad).sum(dim=1)
+        s = s[:, : int(lengths.max())].to(device)  # trim the padding every row has
+        want = _as_rows(t[:, 1:], eos_id, pad)
+        got, _ = greedy_decode(model, s, bos_id, eos_id, max_len=t.shape[1] - 1)
+        hits += [g == w for g, w in zip(_as_rows(got.cpu(), eos_id, pad), want)]
+    hits_t = torch.tensor(hits, dtype=torch.bool)
+    return hits_t if per_example else float(hits_t.float().mean())
+
+
+def translate(
+    model: Seq2Seq,
+    texts: Sequence[str],
+    src_vocab: object,
+    tgt_vocab: object,
+    *,
+    max_len: int = 64,
+) -> list[str]:
+    """Greedy translations of ``texts`` as strings (the attention: call :func:`greedy_decode`).
+
+    >>> from attnbook.data import CharVocab
+    >>> _ = torch.manual_seed(0)
+    >>> v = CharVocab("0123456789-")
+    >>> model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=len(v), tgt_vocab_size=len(v)))
+    >>> out = translate(model, ["12", "345"], v, v, max_len=4)  # untrained: some string of <= 4 chars
+    >>> len(out), all(len(s) <= 4 for s in out)
+    (2, True)
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, got a single str (wrap it in a list)")
+    device = next(model.parameters()).device
+    src = src_vocab.encode_batch(list(texts), device=device)  # (B, S)
+    tokens, _ = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len)
+    return tgt_vocab.decode_batch(tokens.cpu())
