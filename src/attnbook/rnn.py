@@ -48,6 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnbook._checks import dropout_rate, float_tensor, positive_int, token_ids
 from attnbook.attention import AdditiveAttention, LuongAttention
 
 __all__ = [
@@ -69,42 +70,6 @@ _ATTENTIONS = ("additive", "general", "dot", None)
 
 
 # ----------------------------------------------------------------------------- checks
-
-
-def _positive_int(name: str, value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
-def _check_dropout(dropout: object) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
-    return float(dropout)
-
-
-def _check_ids(name: str, ids: object, vocab_size: int, dim: int = 2) -> torch.Tensor:
-    """Integer ids of shape (B, L) (dim=2) or (B,) (dim=1), each in 0 .. vocab_size - 1."""
-    if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype == torch.bool:
-        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise TypeError(f"{name} must be an integer tensor of token ids, got {got}")
-    want = "(B, length)" if dim == 2 else "(B,)"
-    if ids.dim() != dim or ids.numel() == 0:
-        raise ValueError(f"{name} must have shape {want} and not be empty, got {tuple(ids.shape)}")
-    lo, hi = int(ids.min()), int(ids.max())
-    if lo < 0 or hi >= vocab_size:
-        raise ValueError(f"{name} holds ids in [{lo}, {hi}], outside the vocabulary 0 .. {vocab_size - 1}")
-    return ids
-
-
-def _check_float(name: str, x: object, shape: tuple[int | None, ...], described: str) -> torch.Tensor:
-    """A floating tensor whose shape matches ``shape`` (None = any size on that axis)."""
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
-        raise TypeError(f"{name} must be a floating-point tensor, got {got}")
-    if x.dim() != len(shape) or any(want is not None and got != want for got, want in zip(x.shape, shape)):
-        raise ValueError(f"{name} must have shape {described}, got {tuple(x.shape)}")
-    return x
 
 
 # ----------------------------------------------------------------------------- encoder
@@ -149,7 +114,7 @@ class Encoder(nn.Module):
     ) -> None:
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("embed_dim", embed_dim), ("hidden_size", hidden_size)):
-            _positive_int(name, value)
+            positive_int(name, value)
         if bidirectional and hidden_size % 2 != 0:
             raise ValueError(
                 f"a bidirectional encoder splits hidden_size between its two directions, so it must be even, "
@@ -160,13 +125,13 @@ class Encoder(nn.Module):
         self.vocab_size, self.hidden_size, self.pad_id = vocab_size, hidden_size, pad_id
         self.bidirectional = bidirectional
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(dropout_rate(dropout))
         per_direction = hidden_size // 2 if bidirectional else hidden_size
         self.gru = nn.GRU(embed_dim, per_direction, batch_first=True)  # reads x_0 ... x_{n-1}
         self.gru_reverse = nn.GRU(embed_dim, per_direction, batch_first=True) if bidirectional else None
 
     def forward(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        _check_ids("src", src, self.vocab_size)
+        token_ids("src", src, self.vocab_size, dim=2)
         B, S = src.shape
         real = src != self.pad_id  # (B, S)
         lengths = real.sum(dim=1)  # (B,)
@@ -218,18 +183,18 @@ class _DecoderBase(nn.Module):
             ("hidden_size", hidden_size),
             ("context_size", context_size),
         ):
-            _positive_int(name, value)
+            positive_int(name, value)
         self.vocab_size, self.hidden_size, self.context_size = vocab_size, hidden_size, context_size
         self.embed = nn.Embedding(vocab_size, embed_dim)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(dropout_rate(dropout))
         self.cell = nn.GRUCell(embed_dim + context_size, hidden_size)
         self.out = nn.Linear(hidden_size + context_size + embed_dim, vocab_size)
 
     def _check_step(self, prev_token: object, hidden: object, memory: object) -> tuple[int, int]:
-        _check_ids("prev_token", prev_token, self.vocab_size, dim=1)
+        token_ids("prev_token", prev_token, self.vocab_size, dim=1)
         B = prev_token.shape[0]
-        _check_float("hidden", hidden, (B, self.hidden_size), f"(B={B}, hidden_size={self.hidden_size})")
-        _check_float("memory", memory, (B, None, self.context_size), f"(B={B}, S, {self.context_size})")
+        float_tensor("hidden", hidden, (B, self.hidden_size), f"(B={B}, hidden_size={self.hidden_size})")
+        float_tensor("memory", memory, (B, None, self.context_size), f"(B={B}, S, {self.context_size})")
         if memory.shape[1] == 0:
             raise ValueError("memory must hold at least one position (S >= 1), got S = 0")
         if memory.dtype != hidden.dtype:
@@ -378,12 +343,12 @@ class Seq2SeqConfig:
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "embed_dim", "hidden_size", "attn_size"):
-            _positive_int(name, getattr(self, name))
+            positive_int(name, getattr(self, name))
         if self.attention not in _ATTENTIONS:
             raise ValueError(f"attention must be one of {_ATTENTIONS}, got {self.attention!r}")
         if self.bidirectional and self.hidden_size % 2 != 0:
             raise ValueError(f"bidirectional=True needs an even hidden_size, got {self.hidden_size}")
-        _check_dropout(self.dropout)
+        dropout_rate(self.dropout)
         smallest = min(self.src_vocab_size, self.tgt_vocab_size)
         if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or not 0 <= self.pad_id < smallest:
             raise ValueError(
@@ -494,8 +459,8 @@ class Seq2Seq(nn.Module):
     def forward(
         self, src: torch.Tensor, tgt_in: torch.Tensor, *, need_weights: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor | None]:
-        _check_ids("src", src, self.config.src_vocab_size)
-        _check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size)
+        token_ids("src", src, self.config.src_vocab_size, dim=2)
+        token_ids("tgt_in", tgt_in, self.config.tgt_vocab_size, dim=2)
         if src.shape[0] != tgt_in.shape[0]:
             raise ValueError(f"src and tgt_in must have the same batch size, got {src.shape[0]} and {tgt_in.shape[0]}")
         memory, mask, hidden = self.encode(src)
@@ -547,7 +512,7 @@ def greedy_decode(
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
         if not 0 <= value < cfg.tgt_vocab_size:
             raise ValueError(f"{name}={value} is outside the target vocabulary 0 .. {cfg.tgt_vocab_size - 1}")
-    _check_ids("src", src, cfg.src_vocab_size)
+    token_ids("src", src, cfg.src_vocab_size, dim=2)
 
     was_training = model.training
     model.eval()
@@ -647,8 +612,8 @@ class LengthBuckets:
             raise ValueError(
                 f"src and tgt must hold the same number N >= 1 of examples, got {src.shape[0]} and {tgt.shape[0]}"
             )
-        self.batch_size = _positive_int("batch_size", batch_size)
-        self.pool = _positive_int("pool", pool)
+        self.batch_size = positive_int("batch_size", batch_size)
+        self.pool = positive_int("pool", pool)
         self.src, self.tgt, self.pad_id, self.drop_last = src, tgt, pad_id, drop_last
         self.src_len = (src != pad_id).sum(dim=1).tolist()  # N lengths
         self.tgt_len = (tgt != pad_id).sum(dim=1).tolist()
@@ -691,7 +656,7 @@ def seq2seq_loss(model: Seq2Seq, batch: tuple[torch.Tensor, torch.Tensor]) -> to
     if not isinstance(batch, (tuple, list)) or len(batch) != 2:
         raise TypeError("batch must be a (src, tgt) pair of id tensors")
     src, tgt = batch
-    _check_ids("tgt", tgt, model.config.tgt_vocab_size)
+    token_ids("tgt", tgt, model.config.tgt_vocab_size, dim=2)
     if tgt.shape[1] < 2:
         raise ValueError(f"tgt must hold BOS and at least one more token per row, got shape {tuple(tgt.shape)}")
     logits = model(src, tgt[:, :-1])  # (B, T-1, V)
@@ -735,11 +700,11 @@ def exact_match(
     """
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"model must be an attnbook.rnn.Seq2Seq, got {type(model).__name__}")
-    _check_ids("src", src, model.config.src_vocab_size)
-    _check_ids("tgt", tgt, model.config.tgt_vocab_size)
+    token_ids("src", src, model.config.src_vocab_size, dim=2)
+    token_ids("tgt", tgt, model.config.tgt_vocab_size, dim=2)
     if src.shape[0] != tgt.shape[0]:
         raise ValueError(f"src and tgt must hold the same number of examples, got {src.shape[0]} and {tgt.shape[0]}")
-    _positive_int("batch_size", batch_size)
+    positive_int("batch_size", batch_size)
     pad = model.config.pad_id
     device = next(model.parameters()).device
     hits = []
