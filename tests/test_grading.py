@@ -4,6 +4,7 @@ The same catalogue (autograder/fixtures/answers.py) is graded end to end through
 nbgrader in test_autograder.py.
 """
 
+import functools
 import importlib.util
 import math
 import sys
@@ -18,30 +19,79 @@ from attnbook import grading
 from attnbook.grading._core import Case, CheckFailed, references_trapped, run_student, score_cases
 
 ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = ROOT / "solutions" / "02-transformer" / "exercises.ipynb"
+RELEASED = ROOT / "chapters" / "02-transformer" / "exercises.ipynb"
 _spec = importlib.util.spec_from_file_location("answers", ROOT / "autograder" / "fixtures" / "answers.py")
 answers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(answers)
 
+# grade_id of a test cell -> (its check, the solution cell that defines what it grades, those objects' names)
 CHECKS = {
-    "sdpa_matches_reference": grading.check_scaled_dot_product_attention,
-    "sdpa_respects_masks": grading.check_attention_masks,
+    "sdpa_matches_reference": (
+        grading.check_scaled_dot_product_attention, "sdpa_solution", ("scaled_dot_product_attention",)),
+    "sdpa_respects_masks": (grading.check_attention_masks, "sdpa_solution", ("scaled_dot_product_attention",)),
+    "masks_causal_and_padding": (grading.check_masks, "masks_solution", ("causal_mask", "padding_mask")),
+    "sinusoidal_matches_formula": (
+        grading.check_sinusoidal_positions, "sinusoidal_solution", ("sinusoidal_positions",)),
+    "mha_matches_reference": (grading.check_multi_head_attention, "mha_solution", ("MultiHeadAttention",)),
+    "encoder_block_matches_reference": (grading.check_encoder_block, "encoder_solution", ("EncoderBlock",)),
+    "decoder_block_matches_reference": (grading.check_decoder_block, "decoder_solution", ("DecoderBlock",)),
+    "greedy_decode_matches_reference": (grading.check_greedy_decode, "greedy_solution", ("greedy_decode",)),
 }
-POINTS = 3
 
 
-def student_function(source: str):
-    namespace = {"math": math, "torch": torch, "__name__": "__main__"}
-    exec(compile(source, "<student>", "exec"), namespace)
-    return namespace["scaled_dot_product_attention"]
+def _grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
 
 
-def grade(fn, check):
-    """(points, message) as nbgrader would see them: visible check first, then hidden."""
+def read(path: Path):
+    import nbformat
+
+    return nbformat.read(path, as_version=4)
+
+
+POINTS = {_grade_id(c): c.metadata["nbgrader"]["points"] for c in read(SOLUTION).cells
+          if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def grade(fn, check, points=3):
+    """(points, message) as nbgrader would see them: visible check first, then hidden.
+
+    ``fn`` is the graded object, or a tuple of them for a check that takes several.
+    """
+    objects = fn if isinstance(fn, tuple) else (fn,)
     try:
-        check(fn)
-        return check(fn, points=POINTS), ""
+        check(*objects)
+        return check(*objects, points=points), ""
     except CheckFailed as err:
         return 0, str(err)
+
+
+def run_notebook(nb, capsys=None) -> dict[str, tuple[float, str]]:
+    """Run ``nb``'s code cells in order, as nbgrader does, and grade each test cell with its check.
+
+    A cell that raises does not stop the run (nbgrader carries on too); a test
+    cell is graded by calling its check on the objects the notebook defined by
+    then. Returns grade_id -> (points, message and printed output).
+    """
+    namespace = {"__name__": "__main__"}
+    results = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        grade_id = _grade_id(cell)
+        if grade_id in CHECKS:
+            check, _, names = CHECKS[grade_id]
+            points, message = grade(tuple(namespace.get(n) for n in names), check, POINTS[grade_id])
+            results[grade_id] = (points, message + (capsys.readouterr().out if capsys else ""))
+            continue
+        try:
+            with warnings.catch_warnings():  # a cell's own warnings are no test cell's business
+                warnings.simplefilter("ignore")
+                exec(compile(cell.source, f"<cell {grade_id}>", "exec"), namespace)
+        except Exception:  # noqa: BLE001 - a broken or blank answer; its test cell reports it
+            pass
+    return results
 
 
 @pytest.fixture
@@ -54,40 +104,66 @@ def restore_torch():
 GRADABLE = {name: a for name, a in answers.ANSWERS.items() if name != "kills_kernel"}
 
 
+def _phrases(message) -> list[str]:
+    return [] if not message else [message] if isinstance(message, str) else list(message)
+
+
 @pytest.mark.parametrize("name", sorted(GRADABLE))
 def test_catalogued_answer_is_graded_as_expected(name, restore_torch, capsys):
     answer = GRADABLE[name]
-    fn = student_function(answer["cells"]["sdpa_solution"])
+    results = run_notebook(answers.fill(read(RELEASED), answer["cells"]), capsys)
+    assert set(results) == set(CHECKS)
     messages = []
-    for grade_id, expected in answer["expected"].items():
-        points, message = grade(fn, CHECKS[grade_id])
-        messages.append(message + capsys.readouterr().out)
+    for grade_id, (points, message) in results.items():
+        expected = answer["expected"].get(grade_id, 0)  # a part the answer leaves blank scores 0
+        full = POINTS[grade_id]
+        messages.append(message)
         if expected == "full":
-            assert points == POINTS, f"{grade_id}: {message}"
+            assert points == full, f"{grade_id}: {message}"
         elif expected == "partial":
-            assert 0 < points < POINTS, f"{grade_id}: {points}"
+            assert 0 < points < full, f"{grade_id}: {points}"
         else:
-            assert points == 0
-    if answer["message"]:
-        assert any(answer["message"] in m for m in messages), messages
+            assert points == 0, f"{grade_id}: {points}"
+    for phrase in _phrases(answer["message"]):
+        assert any(phrase in m for m in messages), (phrase, messages)
     for m in messages:  # concept-level words only: no tensors, no expected values
         assert "tensor(" not in m and "expected" not in m.lower()
 
 
 def notebook_cell(path: Path, grade_id: str) -> str:
-    import nbformat
+    return next(c.source for c in read(path).cells if _grade_id(c) == grade_id)
 
-    nb = nbformat.read(path, as_version=4)
-    return next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+def test_every_test_cell_has_a_check_and_its_points():
+    cells = {_grade_id(c): c for c in read(SOLUTION).cells if c.metadata.get("nbgrader", {}).get("grade")}
+    assert set(cells) == set(CHECKS)
+    for grade_id, cell in cells.items():
+        check, solution_id, _ = CHECKS[grade_id]
+        assert cell.source.startswith(f'"""{grade_id}: '), grade_id  # the first line says what it checks
+        assert f"{check.__name__}(" in cell.source.split("### BEGIN HIDDEN TESTS")[0], grade_id
+        assert f"points={POINTS[grade_id]})" in cell.source.split("### BEGIN HIDDEN TESTS")[1], grade_id
+        assert POINTS[grade_id] >= 2
+        assert notebook_cell(SOLUTION, solution_id)  # the solution cell exists
+
+
+@functools.cache
+def graded(path: Path) -> dict[str, tuple[float, str]]:
+    return run_notebook(read(path))
 
 
 @pytest.mark.parametrize("grade_id", sorted(CHECKS))
 def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
-    solution = notebook_cell(ROOT / "solutions/02-transformer/exercises.ipynb", "sdpa_solution")
-    assert grade(student_function(solution), CHECKS[grade_id])[0] == POINTS
-    stub = notebook_cell(ROOT / "chapters/02-transformer/exercises.ipynb", "sdpa_solution")
-    points, message = grade(student_function(stub), CHECKS[grade_id])
+    assert graded(SOLUTION)[grade_id][0] == POINTS[grade_id], graded(SOLUTION)[grade_id]
+    points, message = graded(RELEASED)[grade_id]
     assert points == 0 and "not implemented yet" in message
+
+
+@pytest.mark.parametrize("grade_id", sorted(CHECKS))
+def test_each_solution_cell_defines_what_its_check_grades(grade_id):
+    _, solution_id, names = CHECKS[grade_id]
+    namespace = {"__name__": "__main__", "math": math, "torch": torch, "nn": torch.nn}
+    exec(compile(notebook_cell(SOLUTION, solution_id), "<solution>", "exec"), namespace)
+    assert all(callable(namespace.get(n)) for n in names)
 
 
 def test_student_warning_goes_to_stdout_not_stderr(capfd):
@@ -152,3 +228,108 @@ def test_non_tensor_and_wrong_arity_results_are_explained():
         grading.check_scaled_dot_product_attention(lambda q, k, v, mask=None: (q.tolist(), q))
     with pytest.raises(CheckFailed, match="not callable"):
         grading.check_scaled_dot_product_attention(None)
+
+
+# ------------------------------------------------------------- modules and class traps
+
+MHA_PATH = "attnbook.attention.MultiHeadAttention"
+
+
+def test_class_traps_cover_building_inheriting_borrowing_and_are_removed_afterwards():
+    reference = attnbook.attention.MultiHeadAttention
+    methods = dict(vars(reference))
+    built_earlier = reference(8, 2)
+    x = torch.randn(2, 3, 8)
+
+    class Builds(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = attnbook.attention.MultiHeadAttention(8, 2)
+
+    class Inherits(reference):
+        pass
+
+    class Borrows(torch.nn.Module):
+        forward = reference.forward  # a method borrowed as a class attribute
+
+    borrowing = Borrows()
+    for fn, args in ((Builds, ()), (Inherits, (8, 2)), (lambda x: built_earlier(x), (x,)), (borrowing, (x,)),
+                     (reference, (8, 2))):
+        with pytest.raises(CheckFailed, match="calls the reference implementation"):
+            run_student(fn, *args, forbidden=[MHA_PATH])
+    assert dict(vars(reference)) == methods and Borrows.forward is reference.forward
+    assert built_earlier(x)[0].shape == (2, 3, 8)  # everything works again afterwards
+
+
+def test_a_notebook_class_under_the_reference_name_is_not_trapped(monkeypatch):
+    class MultiHeadAttention(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+    monkeypatch.setattr(attnbook.attention, "MultiHeadAttention", MultiHeadAttention)
+    assert run_student(MultiHeadAttention(), torch.ones(1), forbidden=[MHA_PATH]) == 1
+
+
+def test_the_reference_itself_or_a_partial_of_it_is_trapped():
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        grading.check_scaled_dot_product_attention(attnbook.attention.scaled_dot_product_attention)
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        grading.check_masks(attnbook.attention.causal_mask, functools.partial(attnbook.attention.padding_mask))
+
+
+def test_parameters_are_compared_by_name_and_shape():
+    from attnbook.grading._core import build_module, load_reference_parameters
+
+    reference = attnbook.attention.MultiHeadAttention(8, 2)
+
+    class NoOutProj(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj, self.k_proj, self.v_proj = (torch.nn.Linear(8, 8) for _ in range(3))
+            self.W_O = torch.nn.Linear(8, 8)
+
+    with pytest.raises(CheckFailed, match=r"missing out_proj.weight, out_proj.bias; unexpected W_O.weight"):
+        load_reference_parameters(NoOutProj(), reference, "MultiHeadAttention")
+    narrow = NoOutProj()
+    narrow.out_proj, narrow.W_O = torch.nn.Linear(8, 4), None
+    with pytest.raises(CheckFailed, match="out_proj.weight of MultiHeadAttention has the wrong shape"):
+        load_reference_parameters(narrow, reference, "MultiHeadAttention")
+    with pytest.raises(CheckFailed, match="should build a torch.nn.Module"):
+        build_module(lambda: object(), what="MultiHeadAttention")
+
+
+def test_patching_the_public_modules_does_not_fool_the_decoding_check(monkeypatch):
+    import attnbook.transformer
+
+    def stops_at_once(model, src, bos_id, eos_id, max_len):
+        return torch.full((src.shape[0], 1), eos_id)
+
+    # The checker decodes with its private copy, so a patched public module changes nothing.
+    monkeypatch.setattr(attnbook.transformer, "greedy_decode", lambda *args: stops_at_once(*args))
+    monkeypatch.setattr(attnbook.transformer, "Transformer", torch.nn.Identity)
+    with pytest.raises(CheckFailed, match="generated ids differ from greedy decoding"):
+        grading.check_greedy_decode(stops_at_once)
+
+
+def test_greedy_cases_finish_at_different_steps():
+    """The random models behind check_greedy_decode give what each case promises."""
+    from attnbook.grading import transformer as checks
+
+    ends = {}
+    for case in checks._GREEDY_VISIBLE + checks._GREEDY_HIDDEN:
+        model, src, bos_id, eos_id, max_len = case.make()
+        out = checks._TR.greedy_decode(model, src, bos_id, eos_id, max_len)
+        ends[case.group] = [int((row == eos_id).nonzero()[0]) + 1 if (row == eos_id).any() else None for row in out]
+    assert len(set(ends["three sources"])) == 3 and None not in ends["three sources"]
+    assert None in ends["some never finish"] and any(ends["some never finish"])
+    assert min(e for e in ends["padded sources, odd lengths"]) >= 2
+
+
+def test_a_module_that_changes_its_inputs_in_place_does_not_pass():
+    namespace = {"math": math, "torch": torch, "nn": torch.nn}
+    shape_line = "        B, T, C = query.shape\n"
+    exec(answers._MHA.replace(shape_line, shape_line + "        query.mul_(0.5)\n"), namespace)
+    with pytest.raises(CheckFailed):
+        grading.check_multi_head_attention(namespace["MultiHeadAttention"])
+    exec(answers._MHA, namespace)
+    assert grading.check_multi_head_attention(namespace["MultiHeadAttention"], points=4) == 4.0

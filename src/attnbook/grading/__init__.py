@@ -6,6 +6,13 @@ hidden part, ``check_x(student_fn, points=N)``, runs every case and returns the
 points earned, which nbgrader reads as partial credit. See ``_core`` for how
 stderr, references and tampering are handled.
 
+Chapter 2 (``solutions/02-transformer``), in the notebook's order:
+:func:`check_scaled_dot_product_attention`, :func:`check_attention_masks`,
+:func:`check_masks`, :func:`check_sinusoidal_positions`,
+:func:`check_multi_head_attention`, :func:`check_encoder_block`,
+:func:`check_decoder_block`, :func:`check_greedy_decode` (with
+:func:`greedy_test_model`, the random model it decodes with).
+
 >>> from attnbook.attention import scaled_dot_product_attention as ref
 >>> def mine(q, k, v, mask=None):
 ...     return ref(q, k, v, mask)
@@ -13,9 +20,41 @@ stderr, references and tampering are handled.
 Traceback (most recent call last):
 ...
 attnbook.grading._core.CheckFailed: scaled_dot_product_attention calls the reference implementation `attnbook.attention.scaled_dot_product_attention`; write the computation yourself
+
+A class is trapped too: building the reference, or inheriting from it, fails.
+
+>>> import attnbook.attention
+>>> class Mine(attnbook.attention.MultiHeadAttention):
+...     def forward(self, query, key=None, value=None, mask=None):
+...         return super().forward(query, key, value, mask, need_weights=True)
+>>> check_multi_head_attention(Mine)
+Traceback (most recent call last):
+...
+attnbook.grading._core.CheckFailed: MultiHeadAttention(d_model, num_heads) calls the reference implementation `attnbook.attention.MultiHeadAttention`; write the computation yourself
 """
 
 from ._core import CheckFailed
-from .transformer import check_attention_masks, check_scaled_dot_product_attention
+from .transformer import (
+    check_attention_masks,
+    check_decoder_block,
+    check_encoder_block,
+    check_greedy_decode,
+    check_masks,
+    check_multi_head_attention,
+    check_scaled_dot_product_attention,
+    check_sinusoidal_positions,
+    greedy_test_model,
+)
 
-__all__ = ["CheckFailed", "check_scaled_dot_product_attention", "check_attention_masks"]
+__all__ = [
+    "CheckFailed",
+    "check_scaled_dot_product_attention",
+    "check_attention_masks",
+    "check_masks",
+    "check_sinusoidal_positions",
+    "check_multi_head_attention",
+    "check_encoder_block",
+    "check_decoder_block",
+    "check_greedy_decode",
+    "greedy_test_model",
+]

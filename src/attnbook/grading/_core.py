@@ -10,12 +10,19 @@ private copy of the reference. Three rules keep grades right under nbgrader:
   a hidden input or an expected value;
 * while the student's code runs, the reference it is compared with is replaced
   by a trap, wherever the student's code may reach it (the module attribute,
-  the student's globals, closures), so calling it cannot pass.
+  the student's globals, closures and classes); a reference *class* has its
+  methods replaced, so building, inheriting or borrowing it cannot pass either.
+
+An exercise that asks for a class is checked through :func:`build_module`
+(the student's constructor, run the safe way) and
+:func:`load_reference_parameters` (the reference's weights copied in by
+parameter name), so that both compute with the same weights.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import math
 import sys
@@ -50,7 +57,12 @@ def fresh_module(name: str) -> types.ModuleType:
         raise ImportError(f"cannot find module {name!r}")
     spec = importlib.util.spec_from_file_location(f"_attnbook_grading_copy.{name}", spec.origin)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # Registered while it runs only: @dataclass looks its module up in sys.modules.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
     return module
 
 
@@ -60,49 +72,121 @@ def _resolve(path: str) -> tuple[object, str]:
     return importlib.import_module(module_name), attr
 
 
+def _student_classes(obj: object) -> list[type]:
+    """The classes through which ``obj`` (a class or an instance) runs code, torch's and attnbook's left out.
+
+    For an ``nn.Module`` instance: the classes of it and of all its
+    submodules, with their bases.
+    """
+    objects = list(torch.nn.Module.modules(obj)) if isinstance(obj, torch.nn.Module) else [obj]
+    classes = {}
+    for item in objects:
+        for cls in (item if isinstance(item, type) else type(item)).__mro__:
+            if not cls.__module__.startswith(("torch", "attnbook", "builtins")):
+                classes[id(cls)] = cls
+    return list(classes.values())
+
+
+def _student_functions(obj: object) -> list[types.FunctionType]:
+    """The Python functions through which ``obj`` (a function, class or module instance) runs code."""
+    if isinstance(obj, types.MethodType):
+        obj = obj.__func__
+    if isinstance(obj, types.FunctionType):
+        return [obj]
+    if not isinstance(obj, (type, torch.nn.Module)):
+        return []
+    return [
+        fn for cls in _student_classes(obj) for value in vars(cls).values()
+        for fn in [getattr(value, "__func__", value)] if isinstance(fn, types.FunctionType)
+    ]
+
+
 @contextlib.contextmanager
 def references_trapped(fn: Callable, forbidden: Sequence[str]):
     """Replace each dotted name in ``forbidden`` by a trap while ``fn`` runs.
 
-    The trap goes into the module attribute and into every place in ``fn``'s
-    globals and closure that holds the same object, so an alias made with
+    A function is replaced in its module, and in every place in the globals
+    and closures of ``fn`` that holds the same object, so an alias made with
     ``from attnbook.attention import scaled_dot_product_attention as ref`` is
-    trapped too.
+    trapped too. ``fn`` may also be a class or an ``nn.Module`` instance: then
+    the globals and closures of the methods of its classes are searched, and
+    the classes themselves (``forward = Reference.forward`` borrows a method).
+    The context yields ``resolve(obj)``, which maps a reference (or a
+    ``functools.partial`` of one) to its trap, for an ``fn`` that *is* the
+    reference (``my_function = reference``).
+
+    A class (``attnbook.attention.MultiHeadAttention``,
+    ``torch.nn.MultiheadAttention``) keeps its name, so that ``isinstance``
+    still works, but every method it defines itself (``__init__``, ``forward``,
+    helpers) becomes a trap: building an instance, calling one made earlier,
+    inheriting from the class or calling ``Class.forward(self, ...)`` all
+    fail. Only the real reference is trapped: a class found under that name
+    that was defined in the notebook (``__module__`` outside the reference's
+    package) is left alone.
     """
     restore: list[tuple[object, str, object, bool]] = []  # (holder, key, old value, is mapping)
 
     def swap(holder: object, key: str, new: object, *, mapping: bool) -> None:
-        old = holder[key] if mapping else getattr(holder, key)
+        old = holder[key] if mapping else (vars(holder)[key] if isinstance(holder, type) else getattr(holder, key))
         restore.append((holder, key, old, mapping))
         if mapping:
             holder[key] = new
         else:
             setattr(holder, key, new)
 
+    def make_trap(path: str) -> Callable:
+        def trap(*args, **kwargs):
+            raise ReferenceCalled(path)
+
+        return trap
+
     traps = {}  # id(original object) -> its trap
-    for path in forbidden:
-        owner, attr = _resolve(path)
-        original = getattr(owner, attr)
-
-        def trap(*args, _path=path, **kwargs):
-            raise ReferenceCalled(_path)
-
-        swap(owner, attr, trap, mapping=False)
-        traps[id(original)] = trap
-
+    functions = _student_functions(fn)  # found before any swap, so that no trap is mistaken for one
+    classes = _student_classes(fn) if isinstance(fn, (type, torch.nn.Module)) else []
     try:
-        scope = getattr(fn, "__globals__", {})
-        for key, value in list(scope.items()):
-            if id(value) in traps and callable(value):
-                swap(scope, key, traps[id(value)], mapping=True)
-        for cell in getattr(fn, "__closure__", None) or ():
+        for path in forbidden:
+            owner, attr = _resolve(path)
+            original = getattr(owner, attr)
+            if isinstance(original, type):
+                if not original.__module__.startswith(path.split(".", 1)[0]):
+                    continue  # not the reference: a class of the notebook's own under that name
+                trap = make_trap(path)
+                for key, value in list(vars(original).items()):
+                    if isinstance(value, types.FunctionType):
+                        swap(original, key, trap, mapping=False)
+                        traps[id(value)] = trap
+                continue
+            trap = make_trap(path)
+            swap(owner, attr, trap, mapping=False)
+            traps[id(original)] = trap
+
+        for cls in classes:  # methods borrowed as class attributes
+            for key, value in list(vars(cls).items()):
+                if id(value) in traps:
+                    swap(cls, key, traps[id(value)], mapping=False)
+        scopes, cells = {}, []
+        for function in functions:
+            scopes[id(function.__globals__)] = function.__globals__
+            cells += function.__closure__ or ()
+        for scope in scopes.values():
+            for key, value in list(scope.items()):
+                if id(value) in traps and callable(value):
+                    swap(scope, key, traps[id(value)], mapping=True)
+        for cell in cells:
             try:
                 value = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
             if id(value) in traps and callable(value):
                 swap(cell, "cell_contents", traps[id(value)], mapping=False)
-        yield
+
+        def resolve(obj: object) -> object:
+            """The trap for ``obj`` if ``obj`` is (or wraps, with functools.partial) a reference, else ``obj``."""
+            if isinstance(obj, functools.partial) and id(obj.func) in traps:
+                return traps[id(obj.func)]
+            return traps.get(id(obj), obj)
+
+        yield resolve
     finally:
         for holder, key, old, mapping in reversed(restore):
             if mapping:
@@ -126,8 +210,8 @@ def run_student(fn: Callable, *args, forbidden: Sequence[str] = (), what: str = 
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(sys.stdout):
         warnings.simplefilter("always")
         try:
-            with references_trapped(fn, forbidden):
-                result = fn(*args, **kwargs)
+            with references_trapped(fn, forbidden) as resolve:
+                result = resolve(fn)(*args, **kwargs)  # `f = reference` is the reference itself
         except NotImplementedError:
             raise CheckFailed(f"{what} is not implemented yet (it raises NotImplementedError)") from None
         except ReferenceCalled as err:
@@ -191,6 +275,57 @@ def require_tensor(x: object, what: str) -> torch.Tensor:
     if type(x) is not torch.Tensor:
         raise CheckFailed(f"{what} should be a torch.Tensor, got {type(x).__name__}")
     return x
+
+
+# ------------------------------------------------------------------ modules
+
+
+def build_module(cls: object, *args, forbidden: Sequence[str] = (), what: str = "your class") -> torch.nn.Module:
+    """``cls(*args)`` built the safe way (see :func:`run_student`); it must be an ``nn.Module``."""
+    module = run_student(cls, *args, forbidden=forbidden, what=what)
+    if not isinstance(module, torch.nn.Module):
+        raise CheckFailed(
+            f"{what} should build a torch.nn.Module (subclass nn.Module and call super().__init__() "
+            f"first), got {type(module).__name__}"
+        )
+    return module
+
+
+def _listed(names: Sequence[str], most: int = 4) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def load_reference_parameters(module: torch.nn.Module, reference: torch.nn.Module, what: str) -> None:
+    """Copy ``reference``'s parameters into the student's ``module``, by name.
+
+    Both must have exactly the same parameter names and shapes -- so that
+    either one's ``state_dict`` loads into the other -- or a failure names the
+    missing and unexpected names (names are part of the task, never hidden).
+    Buffers are ignored. ``nn.Module``'s own methods are called, never the
+    student's overrides.
+    """
+    mine = dict(torch.nn.Module.named_parameters(module))
+    theirs = dict(torch.nn.Module.named_parameters(reference))
+    missing = [name for name in theirs if name not in mine]
+    extra = [name for name in mine if name not in theirs]
+    if missing or extra:
+        problems = ([f"missing {_listed(missing)}"] if missing else []) + (
+            [f"unexpected {_listed(extra)}"] if extra else []
+        )
+        raise CheckFailed(
+            f"{what} does not have the reference's parameter names ({'; '.join(problems)}), "
+            "so weights cannot be copied between them; use the submodule names the exercise gives"
+        )
+    for name, param in theirs.items():
+        if mine[name].shape != param.shape:
+            raise CheckFailed(
+                f"parameter {name} of {what} has the wrong shape; check which size goes where "
+                "(nn.Linear(n_in, n_out) stores a weight of shape (n_out, n_in))"
+            )
+    with torch.no_grad():
+        for name, param in theirs.items():
+            mine[name].copy_(param)
 
 
 # ------------------------------------------------------------ scoring cases
