@@ -52,6 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnbook._checks import dropout_rate, positive_int, token_ids
 from attnbook.attention import causal_mask, fused_attention, scaled_dot_product_attention
 from attnbook.positional import LearnedPositions
 
@@ -72,38 +73,6 @@ __all__ = [
 ]
 
 IGNORE_INDEX = -100  # a target equal to this is skipped by the loss (PyTorch's and HF's default)
-
-
-# ----------------------------------------------------------------------------- checks
-
-
-def _positive_int(name: str, value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
-def _check_dropout(dropout: object) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
-    return float(dropout)
-
-
-def _is_int_dtype(dtype: torch.dtype) -> bool:
-    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
-
-
-def _check_int_tensor(name: str, x: object) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor) or not _is_int_dtype(x.dtype):
-        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
-        raise TypeError(f"{name} must be an integer tensor of token ids, got {got}")
-    return x
-
-
-def _check_ids_in_vocab(name: str, ids: torch.Tensor, vocab_size: int) -> None:
-    lo, hi = (int(v) for v in torch.aminmax(ids))  # one device sync for both ends
-    if lo < 0 or hi >= vocab_size:
-        raise ValueError(f"{name} holds ids in [{lo}, {hi}], outside the vocabulary 0 .. {vocab_size - 1}")
 
 
 # ----------------------------------------------------------------------------- layers
@@ -130,12 +99,12 @@ class CausalSelfAttention(nn.Module):
 
     def __init__(self, n_embd: int, n_head: int, *, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
-        _positive_int("n_embd", n_embd)
-        _positive_int("n_head", n_head)
+        positive_int("n_embd", n_embd)
+        positive_int("n_head", n_head)
         if n_embd % n_head != 0:
             raise ValueError(f"n_embd must be divisible by n_head, got n_embd={n_embd} and n_head={n_head}")
         self.n_embd, self.n_head, self.head_size = n_embd, n_head, n_embd // n_head
-        self.dropout = _check_dropout(dropout)
+        self.dropout = dropout_rate(dropout)
         self.c_attn = nn.Linear(n_embd, 3 * n_embd, bias=bias)  # [W^Q; W^K; W^V] of all heads
         self.c_proj = nn.Linear(n_embd, n_embd, bias=bias)  # W^O: mixes the concatenated heads
         self.resid_dropout = nn.Dropout(dropout)
@@ -180,12 +149,12 @@ class MLP(nn.Module):
         self, n_embd: int, n_inner: int | None = None, *, dropout: float = 0.0, bias: bool = True
     ) -> None:
         super().__init__()
-        _positive_int("n_embd", n_embd)
-        n_inner = 4 * n_embd if n_inner is None else _positive_int("n_inner", n_inner)
+        positive_int("n_embd", n_embd)
+        n_inner = 4 * n_embd if n_inner is None else positive_int("n_inner", n_inner)
         self.c_fc = nn.Linear(n_embd, n_inner, bias=bias)
         self.gelu = nn.GELU()
         self.c_proj = nn.Linear(n_inner, n_embd, bias=bias)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(dropout_rate(dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))  # (B, T, n_inner) inside
@@ -249,14 +218,14 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            _positive_int(name, getattr(self, name))
+            positive_int(name, getattr(self, name))
         if self.n_inner is not None:
-            _positive_int("n_inner", self.n_inner)
+            positive_int("n_inner", self.n_inner)
         if self.n_embd % self.n_head != 0:
             raise ValueError(
                 f"n_embd must be divisible by n_head, got n_embd={self.n_embd} and n_head={self.n_head}"
             )
-        _check_dropout(self.dropout)
+        dropout_rate(self.dropout)
         if not isinstance(self.bias, bool):
             raise TypeError(f"bias must be a bool, got {type(self.bias).__name__}")
 
@@ -395,7 +364,7 @@ class GPT(nn.Module):
         1776
         """
         cfg = self.config
-        T = cfg.block_size if seq_len is None else _positive_int("seq_len", seq_len)
+        T = cfg.block_size if seq_len is None else positive_int("seq_len", seq_len)
         n_matmul = sum(m.weight.numel() for m in self.modules() if isinstance(m, nn.Linear))
         return 6 * n_matmul + 12 * cfg.n_layer * T * cfg.n_embd
 
@@ -431,7 +400,7 @@ class GPT(nn.Module):
     # -- forward ---------------------------------------------------------------
 
     def _check_idx(self, idx: object) -> torch.Tensor:
-        idx = _check_int_tensor("idx", idx)
+        idx = token_ids("idx", idx)
         if idx.dim() != 2 or idx.shape[0] == 0 or idx.shape[1] == 0:
             raise ValueError(f"idx must have shape (B, T) with B, T >= 1, got {tuple(idx.shape)}")
         if idx.shape[1] > self.config.block_size:
@@ -440,11 +409,11 @@ class GPT(nn.Module):
                 f"{self.config.block_size}; crop it to the last {self.config.block_size} "
                 "(generate() does this for you)"
             )
-        _check_ids_in_vocab("idx", idx, self.config.vocab_size)
+        token_ids("idx", idx, self.config.vocab_size)
         return idx
 
     def _check_targets(self, targets: object, idx: torch.Tensor) -> torch.Tensor:
-        targets = _check_int_tensor("targets", targets)
+        targets = token_ids("targets", targets)
         if targets.shape != idx.shape:
             raise ValueError(
                 f"targets must have the shape of idx {tuple(idx.shape)} (the next token of each "
@@ -453,7 +422,7 @@ class GPT(nn.Module):
         kept = targets[targets != IGNORE_INDEX]
         if kept.numel() == 0:
             raise ValueError(f"every target equals IGNORE_INDEX={IGNORE_INDEX}: there is nothing to predict")
-        _check_ids_in_vocab("targets", kept, self.config.vocab_size)
+        token_ids("targets", kept, self.config.vocab_size)
         return targets
 
     def forward(
@@ -511,11 +480,11 @@ def random_batch(
     >>> x.shape, bool((y == x + 1).all())
     (torch.Size([2, 4]), True)
     """
-    data = _check_int_tensor("data", data)
+    data = token_ids("data", data)
     if data.dim() != 1:
         raise ValueError(f"data must be a 1-D stream of token ids, got shape {tuple(data.shape)}")
-    _positive_int("batch_size", batch_size)
-    _positive_int("block_size", block_size)
+    positive_int("batch_size", batch_size)
+    positive_int("block_size", block_size)
     if data.numel() < block_size + 1:
         raise ValueError(
             f"data has {data.numel()} tokens, too few for one window of block_size + 1 = {block_size + 1}"
@@ -548,7 +517,7 @@ def next_token_loss(
     """
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
         raise TypeError("logits must be a floating-point tensor (B, T, V)")
-    ids = _check_int_tensor("ids", ids)
+    ids = token_ids("ids", ids)
     if logits.dim() != 3 or ids.shape != logits.shape[:2]:
         raise ValueError(
             f"logits must be (B, T, V) and ids (B, T), got logits {tuple(logits.shape)} "
@@ -585,13 +554,13 @@ def stream_loss(
     """
     if not isinstance(model, GPT):
         raise TypeError(f"model must be a GPT, got {type(model).__name__}")
-    data = _check_int_tensor("data", data)
+    data = token_ids("data", data)
     if data.dim() != 1 or data.numel() < 2:
         raise ValueError(f"data must be a 1-D stream of at least 2 token ids, got shape {tuple(data.shape)}")
-    _positive_int("batch_size", batch_size)
+    positive_int("batch_size", batch_size)
     if max_tokens is not None:
-        data = data[: _positive_int("max_tokens", max_tokens) + 1]
-    _check_ids_in_vocab("data", data, model.config.vocab_size)
+        data = data[: positive_int("max_tokens", max_tokens) + 1]
+    token_ids("data", data, model.config.vocab_size)
     T = model.config.block_size
     device = next(model.parameters()).device
     n = (data.numel() - 1) // T  # full windows
@@ -731,7 +700,7 @@ def generate(
     """
     if not isinstance(model, GPT):
         raise TypeError(f"model must be a GPT, got {type(model).__name__}")
-    ids = _check_int_tensor("ids", ids)
+    ids = token_ids("ids", ids)
     squeeze = ids.dim() == 1
     if squeeze:
         ids = ids[None, :]  # (T,) -> (1, T)
@@ -742,7 +711,7 @@ def generate(
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
     _check_sampling(temperature, top_k, top_p)
-    _check_ids_in_vocab("ids", ids, model.config.vocab_size)
+    token_ids("ids", ids, model.config.vocab_size)
     greedy = greedy or temperature == 0
     device = next(model.parameters()).device
     ids = ids.to(device)
