@@ -140,7 +140,8 @@ def test_changing_a_future_token_never_changes_earlier_logits(need_weights: bool
     before = model(idx, need_weights=need_weights)[0]
     for t in (0, 5, 11):
         changed = idx.clone()
-        changed[:, t:] = (changed[:, t:] + 1 + torch.randint(V - 1, changed[:, t:].shape)) % V  # every one differs
+        shift = 1 + torch.randint(V - 1, changed[:, t:].shape)  # 1 .. V-1: every token differs
+        changed[:, t:] = (changed[:, t:] + shift) % V
         after = model(changed, need_weights=need_weights)[0]
         torch.testing.assert_close(after[:, :t], before[:, :t], atol=1e-6, rtol=0)
         assert not torch.allclose(after[:, t], before[:, t])  # position t itself does see the change
@@ -264,7 +265,8 @@ def test_next_token_probs_temperature_top_k_and_top_p() -> None:
     top3 = logits.topk(3, -1).indices
     assert ((p > 0).sum(-1) == 3).all() and (p.gather(-1, top3) > 0).all()
     torch.testing.assert_close(p.gather(-1, top3), torch.softmax(logits.gather(-1, top3), -1))
-    torch.testing.assert_close(next_token_probs(logits, top_k=50), torch.softmax(logits, -1))  # k >= V keeps all
+    # k >= V keeps all
+    torch.testing.assert_close(next_token_probs(logits, top_k=50), torch.softmax(logits, -1))
 
     p = next_token_probs(logits, top_p=0.9)
     full = torch.softmax(logits, -1)
@@ -286,7 +288,8 @@ def test_generate_never_samples_outside_the_top_k() -> None:
     model = small(block_size=8)
     prompt = torch.randint(V, (64, 5))
     for k in (1, 2, 4):
-        out = generate(model, prompt, 10, temperature=10.0, top_k=k, generator=torch.Generator().manual_seed(k))
+        gen = torch.Generator().manual_seed(k)
+        out = generate(model, prompt, 10, temperature=10.0, top_k=k, generator=gen)
         logits = prefixes_logits(model, out, 5)  # context crossed block_size: cropping is checked too
         ranks = (logits > logits.gather(-1, out[:, 5:, None])).sum(-1)  # 0 = the best token
         assert ranks.max() < k
@@ -313,7 +316,8 @@ def test_zero_temperature_is_greedy() -> None:
     prompt = torch.randint(V, (3, 4))
     greedy = generate(model, prompt, 12, greedy=True)
     assert torch.equal(generate(model, prompt, 12, temperature=0), greedy)
-    assert torch.equal(generate(model, prompt, 12, temperature=1e-6, generator=torch.Generator().manual_seed(0)), greedy)
+    nearly_cold = generate(model, prompt, 12, temperature=1e-6, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(nearly_cold, greedy)
     logits = prefixes_logits(model, greedy, 4)
     assert torch.equal(logits.argmax(-1), greedy[:, 4:])
 
