@@ -132,11 +132,16 @@ def _cell_scores(db_url: str, assignment: str, student: str) -> dict[str, float]
 
 
 def _grade_cells(db_url: str, assignment: str) -> dict[str, float]:
+    """grade_id -> points of the assignment's graded cells, in the order of the notebook."""
+    import nbformat
     from nbgrader.api import Gradebook
 
+    source = nbformat.read(SOLUTIONS / assignment / NOTEBOOK, as_version=4)
+    order = [c.metadata.get("nbgrader", {}).get("grade_id") for c in source.cells]
     with Gradebook(db_url) as gb:
         nb = gb.find_notebook(Path(NOTEBOOK).stem, assignment)
-        return {cell.name: cell.max_score for cell in sorted(nb.grade_cells, key=lambda c: c.name)}
+        cells = sorted(nb.grade_cells, key=lambda c: order.index(c.name))
+        return {cell.name: cell.max_score for cell in cells}
 
 
 def grade(submissions: Path | None, state: Path, out: Path) -> int:
