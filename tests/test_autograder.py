@@ -23,11 +23,11 @@ _spec.loader.exec_module(answers)
 pytestmark = pytest.mark.slow
 
 
-def _points() -> dict[str, float]:
-    """grade_id -> points of every graded cell of the chapter 2 solution notebook."""
+def _points(assignment: str) -> dict[str, float]:
+    """grade_id -> points of every graded cell of an assignment's solution notebook."""
     import nbformat
 
-    nb = nbformat.read(ROOT / "solutions" / "02-transformer" / "exercises.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "solutions" / assignment / "exercises.ipynb", as_version=4)
     return {
         c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
         for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
@@ -59,25 +59,31 @@ def graded(tmp_path_factory):
 
 
 def read_rows(path):
+    """(student, assignment) -> the row of grades.csv."""
     with open(path, newline="") as fh:
-        return {row["student"]: row for row in csv.DictReader(fh)}
+        return {(row["student"], row["assignment"]): row for row in csv.DictReader(fh)}
+
+
+ASSIGNMENTS = sorted({answer["assignment"] for answer in answers.ANSWERS.values()})
 
 
 def test_grades_are_as_expected(graded):
     _, state = graded
     assert (state / "grades.csv").read_text() == EXPECTED.read_text()
     rows = read_rows(state / "grades.csv")
-    assert float(rows["solution"]["score"]) == float(rows["solution"]["max_score"]) > 0
-    assert float(rows["blank"]["score"]) == 0
-    points = _points()
-    assert float(rows["solution"]["max_score"]) == sum(points.values())
+    for assignment in ASSIGNMENTS:
+        solution, blank = rows["solution", assignment], rows["blank", assignment]
+        assert float(solution["score"]) == float(solution["max_score"]) > 0
+        assert float(blank["score"]) == 0
+        assert float(solution["max_score"]) == sum(_points(assignment).values())
     for name, answer in answers.ANSWERS.items():
-        for grade_id, full in points.items():
+        row = rows[name, answer["assignment"]]
+        for grade_id, full in _points(answer["assignment"]).items():
             expected = answer["expected"].get(grade_id, 0)  # a part the answer leaves blank scores 0
-            got = float(rows[name][grade_id])
+            got = float(row[grade_id])
             assert {"full": got == full, "partial": 0 < got < full, 0: got == 0}[expected], (name, grade_id, got)
-    assert rows["kills_kernel"]["status"].startswith("not graded")
-    assert rows["patches_torch"]["status"] == "review: patches torch"
+    assert rows["kills_kernel", "02-transformer"]["status"].startswith("not graded")
+    assert rows["patches_torch", "02-transformer"]["status"] == "review: patches torch"
 
 
 def test_feedback_names_the_mistake_and_hides_the_hidden_tests(graded):
@@ -100,8 +106,8 @@ def test_regrading_loses_nothing_and_gives_the_same_csv(graded, tmp_path):
     done = course("--state", str(state), "grade", str(partial))
     assert done.returncode == 0, done.stdout + done.stderr
     assert (state / "grades.csv").read_text() == first
-    for student in read_rows(state / "grades.csv"):
-        assert (state / "submitted" / student / "02-transformer" / "exercises.ipynb").exists()
+    for student, assignment in read_rows(state / "grades.csv"):
+        assert (state / "submitted" / student / assignment / "exercises.ipynb").exists()
 
 
 def test_missing_submissions_folder_is_a_clear_error(tmp_path):
