@@ -52,6 +52,7 @@ class Nbgrader:
 
     def __init__(self, state: Path):
         self.state = state.resolve()
+        self.state.mkdir(parents=True, exist_ok=True)
         self.options = [
             f"--CourseDirectory.release_directory={self.state / '_release'}",
             f"--CourseDirectory.submitted_directory={self.state / 'submitted'}",

@@ -1,0 +1,162 @@
+"""Soft and hard attention from the same alignment scores, and the gradient of hard attention.
+
+Given alignment scores ``e`` (B, S) -- for example from
+:meth:`attnbook.attention.AdditiveAttention.scores`, ``-inf`` at padding --
+and the values ``z`` (B, S, d_v) they score, the weights ``γ = softmax(e)``
+are a probability distribution over the S positions:
+
+* :func:`soft_attention` takes the expectation, ``c = Σ_j γ_j z_j``:
+  deterministic and differentiable (Bahdanau et al., 2015);
+* :func:`sample_hard_attention` draws one position ``j ~ γ`` and returns
+  ``c = z_j``: stochastic, and nothing flows back through the draw
+  (Xu et al., 2015, "hard" attention).
+
+The gradient of an expected loss ``E_{j~γ}[f(z_j)]`` with respect to the
+scores therefore needs a Monte-Carlo estimate. :func:`score_function_gradient`
+is the score-function (REINFORCE) estimate, ``∇_e E[f] = E[f(z_j) ∇_e log γ_j]``
+with ``∇_e log γ_j = onehot(j) - γ``, and a leave-one-out baseline that keeps
+it unbiased and cuts its variance; :func:`exact_gradient` is the exact value,
+``γ_k (f(z_k) - Σ_j γ_j f(z_j))``, for checking it (affordable only because S
+is small here).
+
+Shape legend: ``B`` batch, ``S`` positions (keys), ``d_v`` value width,
+``N`` Monte-Carlo samples.
+
+References: Xu et al., *Show, Attend and Tell* (2015), section 4.1;
+Williams, *Simple statistical gradient-following algorithms* (1992);
+Kool, van Hoof & Welling, *Buy 4 REINFORCE samples, get a baseline for free!* (2019).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from attnbook._checks import positive_int
+
+__all__ = ["soft_attention", "sample_hard_attention", "score_function_gradient", "exact_gradient"]
+
+
+def _check_scores_values(scores: object, values: object) -> tuple[torch.Tensor, torch.Tensor]:
+    for name, x in (("scores", scores), ("values", values)):
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+            raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+    if scores.dim() != 2:
+        raise ValueError(f"scores must have shape (B, S), got {tuple(scores.shape)}")
+    if values.dim() != 3 or values.shape[:2] != scores.shape:
+        raise ValueError(
+            f"values must have shape (B, S, d_v) with the scores' (B, S) = {tuple(scores.shape)}, "
+            f"got {tuple(values.shape)}"
+        )
+    if bool((scores == float("inf")).any() or scores.isnan().any()):
+        raise ValueError("scores must be finite or -inf (-inf marks a position that may not be attended)")
+    if not bool(torch.isfinite(scores).any(dim=-1).all()):
+        raise ValueError("every row of scores needs at least one finite score (one position to attend)")
+    return scores, values
+
+
+def soft_attention(scores: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(context, weights)``: ``weights = softmax(scores)`` over S, ``context = Σ_j weights_j values_j``.
+
+    ``scores`` (B, S) may hold ``-inf`` (masked positions get weight 0);
+    ``values`` is (B, S, d_v); ``context`` is (B, d_v), the expected value
+    under the weights.
+
+    >>> scores = torch.tensor([[0.0, 0.0, float("-inf")]])     # the third position is padding
+    >>> values = torch.tensor([[[2.0], [4.0], [100.0]]])
+    >>> soft_attention(scores, values)
+    (tensor([[3.]]), tensor([[0.5000, 0.5000, 0.0000]]))
+    """
+    scores, values = _check_scores_values(scores, values)
+    weights = torch.softmax(scores, dim=-1)  # (B, S), rows sum to 1
+    context = (weights.unsqueeze(1) @ values).squeeze(1)  # (B, 1, S) @ (B, S, d_v) -> (B, d_v)
+    return context, weights
+
+
+def sample_hard_attention(
+    scores: torch.Tensor, values: torch.Tensor, *, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(context, index)``: one position ``j ~ softmax(scores)`` per row, and ``context = values[b, j]``.
+
+    ``index`` is (B,) ``torch.long``; ``context`` (B, d_v) is one of the
+    values, never a mixture. A ``-inf`` score is never drawn. ``generator``
+    makes the draw reproducible.
+
+    >>> scores = torch.tensor([[0.0, float("-inf")], [float("-inf"), 0.0]])
+    >>> values = torch.tensor([[[1.0], [2.0]], [[3.0], [4.0]]])
+    >>> context, index = sample_hard_attention(scores, values)
+    >>> index, context                                      # the only position each row may pick
+    (tensor([0, 1]), tensor([[1.],
+            [4.]]))
+    """
+    scores, values = _check_scores_values(scores, values)
+    weights = torch.softmax(scores, dim=-1)  # (B, S)
+    index = torch.multinomial(weights, 1, generator=generator).squeeze(1)  # (B,)
+    context = values[torch.arange(values.shape[0], device=values.device), index]  # (B, d_v)
+    return context, index
+
+
+def score_function_gradient(
+    scores: torch.Tensor,
+    values: torch.Tensor,
+    f: Callable[[torch.Tensor], torch.Tensor],
+    num_samples: int,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Monte-Carlo estimate (B, S) of ``∂/∂scores E_{j~softmax(scores)}[f(values_j)]``.
+
+    Draws ``N = num_samples`` hard attentions per row, ``j_1 .. j_N``, and
+    returns ``1/(N-1) Σ_n (f_n - f̄) (onehot(j_n) - γ)`` with ``f_n =
+    f(values[b, j_n])`` and ``f̄`` the mean of the N values of ``f`` of the row.
+    This is the score-function estimate with each sample's baseline the mean
+    of the *other* samples (``f_n - mean_{m≠n} f_m = N/(N-1) (f_n - f̄)``), so
+    it is unbiased, and a constant added to ``f`` changes nothing. ``f`` maps
+    contexts (B, d_v) to one loss per row (B,). Needs ``N >= 2``.
+
+    >>> _ = torch.manual_seed(0)
+    >>> scores, values = torch.randn(1, 3), torch.randn(1, 3, 2)
+    >>> f = lambda c: (c ** 2).sum(-1)                        # (B, d_v) -> (B,)
+    >>> estimate = score_function_gradient(scores, values, f, num_samples=20000)
+    >>> torch.allclose(estimate, exact_gradient(scores, values, f), atol=0.05)
+    True
+    >>> score_function_gradient(scores, values, lambda c: c.sum(-1) * 0 + 7.0, 10)  # constant f: no gradient
+    tensor([[0., 0., 0.]])
+    """
+    scores, values = _check_scores_values(scores, values)
+    if positive_int("num_samples", num_samples) < 2:
+        raise ValueError(f"num_samples must be at least 2 (the baseline needs another sample), got {num_samples}")
+    weights = torch.softmax(scores, dim=-1)  # (B, S)
+    B, S = scores.shape
+    index = torch.multinomial(weights, num_samples, replacement=True, generator=generator)  # (B, N)
+    rows = torch.arange(B, device=values.device)[:, None]  # (B, 1)
+    contexts = values[rows, index]  # (B, N, d_v)
+    losses = torch.stack([f(contexts[:, n]) for n in range(num_samples)], dim=1)  # (B, N)
+    if losses.shape != (B, num_samples):
+        raise ValueError(f"f must map contexts (B, d_v) to one loss per row (B,), got {tuple(losses.shape[:1])}")
+    advantage = losses - losses.mean(dim=1, keepdim=True)  # (B, N): f_n - f̄
+    onehot = torch.nn.functional.one_hot(index, S).to(scores.dtype)  # (B, N, S)
+    score = onehot - weights.unsqueeze(1)  # (B, N, S): ∇ log γ_j for each draw
+    return (advantage.unsqueeze(-1) * score).sum(dim=1) / (num_samples - 1)  # (B, S)
+
+
+def exact_gradient(
+    scores: torch.Tensor, values: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor]
+) -> torch.Tensor:
+    """The exact ``∂/∂scores Σ_j γ_j f(values_j)`` (B, S), ``γ = softmax(scores)``: ``γ_k (f_k - Σ_j γ_j f_j)``.
+
+    Evaluates ``f`` at all S values of each row, so it costs S calls of f on
+    (B, d_v) contexts: fine for checking an estimate, not for training.
+
+    >>> scores = torch.zeros(1, 2)                            # γ = (0.5, 0.5)
+    >>> values = torch.tensor([[[1.0], [3.0]]])
+    >>> exact_gradient(scores, values, lambda c: c.sum(-1))   # f = (1, 3), mean 2
+    tensor([[-0.5000,  0.5000]])
+    """
+    scores, values = _check_scores_values(scores, values)
+    weights = torch.softmax(scores, dim=-1)  # (B, S)
+    losses = torch.stack([f(values[:, j]) for j in range(values.shape[1])], dim=1)  # (B, S): f(z_j)
+    mean = (weights * losses.masked_fill(weights == 0, 0.0)).sum(dim=-1, keepdim=True)  # (B, 1): E[f]
+    return weights * (losses - mean).masked_fill(weights == 0, 0.0)  # (B, S)
