@@ -1,0 +1,315 @@
+"""attnbook.grading.gpt, fast: chapter 4's catalogued answers are graded as they should be, in-process.
+
+The same catalogue (autograder/fixtures/answers_04_gpt_bpe.py, merged into
+answers.py) is graded end to end through nbgrader in test_autograder.py.
+"""
+
+import functools
+import importlib.util
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attnbook.gpt
+import attnbook.tokenizers
+from attnbook.grading import gpt as checks
+from attnbook.grading._core import CheckFailed
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = ROOT / "solutions" / "04-gpt-bpe" / "exercises.ipynb"
+RELEASED = ROOT / "chapters" / "04-gpt-bpe" / "exercises.ipynb"
+_spec = importlib.util.spec_from_file_location("answers", ROOT / "autograder" / "fixtures" / "answers.py")
+answers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(answers)
+_spec = importlib.util.spec_from_file_location("answers_04", ROOT / "autograder" / "fixtures" / "answers_04_gpt_bpe.py")
+chapter_answers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(chapter_answers)
+
+# grade_id of a test cell -> (its check, the solution cell that defines what it grades, those objects' names)
+CHECKS = {
+    "bpe_get_stats_and_merge": (checks.check_pairs, "pairs_solution", ("get_stats", "merge")),
+    "bpe_training_matches_reference": (checks.check_train_bpe, "train_solution", ("train_bpe",)),
+    "bpe_encode_and_decode": (checks.check_encode_decode, "codec_solution", ("encode", "decode")),
+    "next_token_loss_matches_reference": (checks.check_next_token_loss, "loss_solution", ("next_token_loss",)),
+    "sampling_follows_distribution": (checks.check_sample_next, "sampling_solution", ("sample_next",)),
+    "perplexity_matches_reference": (checks.check_perplexity, "perplexity_solution", ("perplexity",)),
+}
+
+
+def _grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def read(path: Path):
+    import nbformat
+
+    return nbformat.read(path, as_version=4)
+
+
+POINTS = {_grade_id(c): c.metadata["nbgrader"]["points"] for c in read(SOLUTION).cells
+          if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def grade(objects: tuple, check, points: float):
+    """(points, message) as nbgrader would see them: visible check first, then hidden."""
+    try:
+        check(*objects)
+        return check(*objects, points=points), ""
+    except CheckFailed as err:
+        return 0, str(err)
+
+
+def run_notebook(nb, capsys=None) -> dict[str, tuple[float, str]]:
+    """Run ``nb``'s code cells in order and grade each test cell with its check (see test_grading.py)."""
+    namespace = {"__name__": "__main__"}
+    results = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        grade_id = _grade_id(cell)
+        if grade_id in CHECKS:
+            check, _, names = CHECKS[grade_id]
+            if capsys:
+                capsys.readouterr()  # what the notebook's own cells printed is not the check's message
+            points, message = grade(tuple(namespace.get(n) for n in names), check, POINTS[grade_id])
+            results[grade_id] = (points, message + (capsys.readouterr().out if capsys else ""))
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(cell.source, f"<cell {grade_id}>", "exec"), namespace)
+        except Exception:  # noqa: BLE001 - a broken or blank answer; its test cell reports it
+            pass
+    return results
+
+
+CHAPTER = {name: a for name, a in answers.ANSWERS.items() if a["assignment"] == "04-gpt-bpe"}
+
+
+def _phrases(message) -> list[str]:
+    return [] if not message else [message] if isinstance(message, str) else list(message)
+
+
+def test_the_catalogue_covers_every_part_and_the_issues_mistakes():
+    assert len(CHAPTER) >= 6 and all(name.startswith("gpt_") for name in CHAPTER)
+    for grade_id, (_, solution_id, _) in CHECKS.items():
+        wrong = [a for a in CHAPTER.values() if solution_id in a["cells"] and a["expected"].get(grade_id) != "full"]
+        assert len(wrong) >= 2, grade_id  # at least two realistic wrong answers per part
+    phrases = [p for a in CHAPTER.values() for p in _phrases(a["message"])]
+    for named in ("overlapping occurrences were merged", "merges were applied in the wrong order",
+                  "targets are not shifted", "*before* the softmax"):
+        assert any(named in p for p in phrases), named
+
+
+@pytest.mark.parametrize("name", sorted(CHAPTER))
+def test_catalogued_answer_is_graded_as_expected(name, capsys):
+    answer = CHAPTER[name]
+    results = run_notebook(answers.fill(read(RELEASED), answer["cells"]), capsys)
+    assert set(results) == set(CHECKS)
+    messages = []
+    for grade_id, (points, message) in results.items():
+        expected = answer["expected"].get(grade_id, 0)  # a part the answer leaves blank scores 0
+        full = POINTS[grade_id]
+        messages.append(message)
+        if expected == "full":
+            assert points == full, f"{grade_id}: {message}"
+        elif expected == "partial":
+            assert 0 < points < full, f"{grade_id}: {points} {message}"
+        else:
+            assert points == 0, f"{grade_id}: {points}"
+    for phrase in _phrases(answer["message"]):
+        assert any(phrase in m for m in messages), (phrase, messages)
+    for m in messages:  # concept-level words only: no tensors, no expected values
+        assert "tensor(" not in m and "expected" not in m.lower()
+
+
+def notebook_cell(path: Path, grade_id: str) -> str:
+    return next(c.source for c in read(path).cells if _grade_id(c) == grade_id)
+
+
+def test_every_test_cell_has_a_check_and_its_points():
+    cells = {_grade_id(c): c for c in read(SOLUTION).cells if c.metadata.get("nbgrader", {}).get("grade")}
+    assert set(cells) == set(CHECKS)
+    assert len(cells) >= 6
+    for grade_id, cell in cells.items():
+        check, solution_id, _ = CHECKS[grade_id]
+        visible, hidden = cell.source.split("### BEGIN HIDDEN TESTS")
+        assert cell.source.startswith(f'"""{grade_id}: '), grade_id
+        assert f"from attnbook.grading.gpt import {check.__name__}" in visible, grade_id
+        assert f"{check.__name__}(" in visible and f"points={POINTS[grade_id]})" in hidden, grade_id
+        assert POINTS[grade_id] >= 2
+        assert notebook_cell(SOLUTION, solution_id)
+
+
+@functools.cache
+def graded(path: Path) -> dict[str, tuple[float, str]]:
+    return run_notebook(read(path))
+
+
+@pytest.mark.parametrize("grade_id", sorted(CHECKS))
+def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
+    assert graded(SOLUTION)[grade_id][0] == POINTS[grade_id], graded(SOLUTION)[grade_id]
+    points, message = graded(RELEASED)[grade_id]
+    assert points == 0 and "not implemented yet" in message
+
+
+def test_the_notebook_shows_the_worked_example():
+    text = "\n".join(c.source for c in read(RELEASED).cells if c.cell_type == "markdown")
+    for step in ("aaabdaaabac", "ZabdZabac", "ZYdZYac", "XdXac"):
+        assert step in text
+
+
+# ------------------------------------------------------------------ the checks themselves
+
+
+def _ns(source: str) -> dict:
+    namespace = {"math": math, "torch": torch, "F": F}
+    exec(source, namespace)
+    return namespace
+
+
+def test_the_references_pass_their_own_checks_when_copied_not_called():
+    """The private copies agree with the package: a correct answer computes the same numbers."""
+    ref = checks._TOK
+    assert ref.training.train_bpe_reference("aaabdaaabac", 259) == attnbook.tokenizers.train_bpe("aaabdaaabac", 259)
+    logits = torch.randn(3, 5, 7)
+    ids = torch.randint(7, (3, 5))
+    assert torch.equal(checks._GPT.next_token_loss(logits, ids), attnbook.gpt.next_token_loss(logits, ids))
+
+
+@pytest.mark.parametrize("check, args", [
+    (checks.check_pairs, (attnbook.tokenizers.get_stats, attnbook.tokenizers.merge)),
+    (checks.check_train_bpe, (functools.partial(attnbook.tokenizers.train_bpe_reference),)),
+    (checks.check_next_token_loss, (attnbook.gpt.next_token_loss,)),
+])
+def test_the_reference_itself_is_trapped(check, args):
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        check(*args)
+
+
+def test_patching_the_public_package_does_not_fool_the_checks(monkeypatch):
+    def keeps_everything(ids, pair, idx):
+        return list(ids)
+
+    # The checker merges with its private copy, so a patched public module changes nothing.
+    monkeypatch.setattr(attnbook.tokenizers, "merge", lambda *args: keeps_everything(*args))
+    monkeypatch.setattr(attnbook.tokenizers.pairs, "merge", lambda *args: keeps_everything(*args))
+    get_stats = _ns(CHAPTER["gpt_alternative_answers"]["cells"]["pairs_solution"])["get_stats"]
+    with pytest.raises(CheckFailed, match="replace each occurrence"):
+        checks.check_pairs(get_stats, keeps_everything)
+
+
+def test_merge_variants_name_the_aaa_mistakes():
+    variants = {}
+    for message, variant in checks._merge_variants([97, 97, 97], (97, 97), 256):
+        variants.setdefault(tuple(variant), message)  # the first one that matches is the diagnosis
+    assert "overlapping" in variants[(256,)]  # both occurrences eaten
+    assert "from the right" in variants[(97, 256)]
+
+
+@pytest.mark.parametrize("how", [h for h, _ in checks._ENCODE_MISTAKES])
+def test_every_encoding_mistake_changes_some_hidden_case(how):
+    """Each named mistake gives a different encoding from the right one on some case, so it cannot pass."""
+    differs = False
+    for case in checks._CODEC_VISIBLE + checks._CODEC_HIDDEN:
+        kind, *args = case.make()
+        if kind == "encode":
+            text, merges = args
+            right = checks._TOK.bpe.encode_chunk(list(text.encode("utf-8")), merges)
+            differs |= checks._encode_variant(text, merges, how) != right
+    assert differs
+
+
+def test_perplexity_mistakes_are_far_from_the_right_value():
+    """Every named perplexity mistake misses the right value by far more than the tolerance on the hidden cases."""
+    for case in checks._PPL_HIDDEN:
+        model, data = case.make()
+        right = checks._GPT.perplexity(model, data)
+        message = checks._diagnose_perplexity(right * 1.01, model, data)
+        assert message.startswith("the perplexity differs"), message
+    model, data = checks._PPL_HIDDEN[0].make()
+    windows = checks._token_nll(model, data, model.config.block_size)
+    mean_of_means = math.exp(torch.stack([w.mean() for w in windows]).mean().item())
+    assert abs(mean_of_means / checks._GPT.perplexity(model, data) - 1) > 1e-2
+
+
+def test_perplexity_test_model_is_far_from_uniform_and_leaves_the_random_state():
+    state = torch.random.get_rng_state()
+    model = checks.perplexity_test_model(3)
+    assert torch.equal(state, torch.random.get_rng_state())
+    ppl = checks._GPT.perplexity(model, torch.randint(12, (200,)))
+    assert ppl > 13.0 or ppl < 11.0  # not the ~12 of a uniform model: the mistakes change the value
+
+
+# ------------------------------------------------------------------ the statistical sampling check
+
+_SAMPLE_OK = _ns(chapter_answers._SAMPLE)["sample_next"]
+
+
+def test_the_sampling_bound_is_loose_for_a_correct_sampler():
+    """A correct sampler with many different seeds passes every case: the bound is not tuned to one seed."""
+    for seed in range(20):
+        for case in checks._SAMPLE_VISIBLE + checks._SAMPLE_HIDDEN[:3]:
+            distinct, temperature, top_k, _ = case.make()[:4]
+            rows, V = distinct.shape
+            logits = distinct.repeat_interleave(checks._DRAWS, dim=0)
+            ids = _SAMPLE_OK(logits, temperature, top_k, torch.Generator().manual_seed(1000 + seed))
+            counts = F.one_hot(ids.view(rows, checks._DRAWS), V).sum(1).double()
+            assert checks._fits(counts, checks._probs(distinct, temperature, top_k), checks._DRAWS), (seed, case.group)
+
+
+def test_the_sampling_bound_catches_each_mistake_by_a_wide_margin():
+    """Each named mistake's distribution is rejected even with its expected counts (no sampling noise)."""
+    for case in checks._SAMPLE_VISIBLE + checks._SAMPLE_HIDDEN:
+        distinct, temperature, top_k, _ = case.make()[:4]
+        right = checks._probs(distinct, temperature, top_k)
+        for message, variant in checks._sampling_variants(distinct, temperature, top_k):
+            if torch.allclose(variant, right, atol=1e-3):
+                continue  # the same distribution on this case (for example top_k = 1 and the argmax)
+            counts = (checks._DRAWS * variant).round()
+            assert not checks._fits(counts, right, checks._DRAWS), (case.group, message)
+
+
+def test_the_sampling_check_leaves_the_random_state_and_logits_alone():
+    state = torch.random.get_rng_state()
+    assert checks.check_sample_next(_SAMPLE_OK) is None
+    assert torch.equal(state, torch.random.get_rng_state())
+
+    def in_place(logits, temperature=1.0, top_k=None, generator=None):
+        logits.div_(temperature)
+        return _SAMPLE_OK(logits, 1.0, top_k, generator)
+
+    with pytest.raises(CheckFailed, match="in place"):
+        checks.check_sample_next(in_place)
+
+
+def test_sampling_shapes_and_types_are_explained():
+    with pytest.raises(CheckFailed, match="shape \\(B,\\)"):
+        checks.check_sample_next(lambda logits, t=1.0, k=None, g=None: torch.zeros(3, dtype=torch.long))
+    with pytest.raises(CheckFailed, match="integer token ids"):
+        checks.check_sample_next(lambda logits, t=1.0, k=None, g=None: torch.zeros(logits.shape[0]))
+    with pytest.raises(CheckFailed, match="should be a torch.Tensor"):
+        checks.check_sample_next(lambda logits, t=1.0, k=None, g=None: [0] * logits.shape[0])
+
+
+def test_loss_and_perplexity_results_are_explained():
+    with pytest.raises(CheckFailed, match="should return a tensor"):
+        checks.check_next_token_loss(lambda logits, ids: 1.0)
+    with pytest.raises(CheckFailed, match="0-dim tensor"):
+        checks.check_next_token_loss(lambda logits, ids: F.cross_entropy(
+            logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none"))
+    with pytest.raises(CheckFailed, match="should return a number"):
+        checks.check_perplexity(lambda model, data: "12")
+
+
+def test_training_that_never_stops_is_told_to_stop_early():
+    source = (CHAPTER["gpt_alternative_answers"]["cells"]["pairs_solution"] + "\n\n"
+              + CHAPTER["gpt_edge_mistakes"]["cells"]["train_solution"])
+    train_bpe = _ns(source)["train_bpe"]
+    assert checks.check_train_bpe(train_bpe) is None  # the visible cases never run out of pairs
+    with pytest.raises(CheckFailed, match="stop early"):
+        checks._check_train_case(train_bpe)("aaaa", 266)
