@@ -176,10 +176,12 @@ def grade(submissions: Path | None, state: Path, out: Path) -> int:
                 s for s, a in pairs if a == assignment
                 and not (nbgrader.state / "autograded" / s / a / NOTEBOOK).exists()
             }
-    rows, columns = [], {}
+    # One column per graded cell: the assignments in order, each one's cells in the notebook's order.
+    cells_of = {a: _grade_cells(db_url, a) for a in sorted({a for _, a in pairs})}
+    columns = [name for cells in cells_of.values() for name in cells]
+    rows = []
     for student, assignment in pairs:
-        cells = _grade_cells(db_url, assignment)
-        columns.update(cells)
+        cells = cells_of[assignment]
         status = []
         if student in failed[assignment]:
             status.append(f"not graded: the notebook could not be run to the end (see {log.name})")

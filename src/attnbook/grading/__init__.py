@@ -6,12 +6,18 @@ hidden part, ``check_x(student_fn, points=N)``, runs every case and returns the
 points earned, which nbgrader reads as partial credit. See ``_core`` for how
 stderr, references and tampering are handled.
 
-Chapter 2 (``solutions/02-transformer``), in the notebook's order:
-:func:`check_scaled_dot_product_attention`, :func:`check_attention_masks`,
-:func:`check_masks`, :func:`check_sinusoidal_positions`,
-:func:`check_multi_head_attention`, :func:`check_encoder_block`,
-:func:`check_decoder_block`, :func:`check_greedy_decode` (with
-:func:`greedy_test_model`, the random model it decodes with).
+Each chapter's checks live in their own module, named after the package
+module they grade; the notebook's test cells import them from there:
+
+* chapter 1 (``solutions/01-rnn-attention``): :mod:`attnbook.grading.rnn`;
+* chapter 2 (``solutions/02-transformer``): :mod:`attnbook.grading.transformer`,
+  re-exported here, in the notebook's order:
+  :func:`check_scaled_dot_product_attention`, :func:`check_attention_masks`,
+  :func:`check_masks`, :func:`check_sinusoidal_positions`,
+  :func:`check_multi_head_attention`, :func:`check_encoder_block`,
+  :func:`check_decoder_block`, :func:`check_greedy_decode` (with
+  :func:`greedy_test_model`, the random model it decodes with);
+* chapter 4 (``solutions/04-gpt-bpe``): :mod:`attnbook.grading.gpt`.
 
 >>> from attnbook.attention import scaled_dot_product_attention as ref
 >>> def mine(q, k, v, mask=None):
