@@ -34,6 +34,7 @@ from attnbook._checks import positive_int
 __all__ = [
     "attention_heatmap",
     "attention_grid",
+    "alignment_step",
     "positional_encoding_plot",
     "image_grid",
     "training_curves",
@@ -227,6 +228,57 @@ def attention_grid(
         fig.colorbar(image, ax=axes, shrink=0.8)
     if suptitle is not None:
         fig.suptitle(suptitle)
+    return fig
+
+
+def alignment_step(
+    weights: ArrayLike,
+    x_labels: Sequence[Any] | str,
+    y_labels: Sequence[Any] | str,
+    step: int,
+    *,
+    fig: Figure | None = None,
+) -> Figure:
+    """One decoder step of a (T, S) alignment: the row ``γ_t`` as bars, above the rows written so far.
+
+    Row ``t = step`` of ``weights`` is drawn as a bar chart over the S source
+    labels ``x_labels``; below it, a heatmap of rows ``0 .. t`` (the later
+    rows are left blank: the decoder has not reached them) with row ``t``
+    framed. ``y_labels`` name the T outputs (row ``t`` writes ``y_labels[t]``);
+    the title shows the output so far. Draws into ``fig`` when given (e.g. a
+    :class:`~matplotlib.figure.Figure` of a widget), else a new pyplot figure.
+
+    >>> w = torch.tensor([[0.9, 0.1, 0.0], [0.2, 0.7, 0.1]])
+    >>> fig = alignment_step(w, x_labels="abc", y_labels="xy", step=1)
+    >>> [round(float(p.get_height()), 2) for p in fig.axes[0].patches]  # the bars of row 1
+    [0.2, 0.7, 0.1]
+    >>> plt.close(fig)
+    """
+    w = _to_numpy("weights", weights).astype(float)
+    if w.ndim != 2 or 0 in w.shape:
+        raise ValueError(f"weights must have shape (T, S) with T, S >= 1, got {w.shape}")
+    T, S = w.shape
+    xl = _labels("x_labels", x_labels, S, "columns (keys, S)")
+    yl = _labels("y_labels", y_labels, T, "rows (queries, T)")
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < T:
+        raise ValueError(f"step must be an int in 0 .. {T - 1} (one per output row), got {step!r}")
+    if fig is None:
+        fig = plt.figure(figsize=(min(3.0 + 0.25 * S, 13), min(3.5 + 0.22 * T, 10)), layout="constrained")
+    ax_row, ax_map = fig.subplots(2, 1, height_ratios=[1, max(1.5, 0.12 * T)])
+    ax_row.bar(range(S), w[step], color="C1", width=0.8)
+    ax_row.set(xlim=(-0.5, S - 0.5), ylim=(0, 1), ylabel=r"$\gamma_{tj}$")
+    _set_ticks(ax_row, xl, None)
+    so_far = "".join(yl[: step + 1])
+    ax_row.set_title(f"step t = {step} writes {yl[step]!r}; output so far: {so_far}", fontsize=10)
+    shown = w.copy()
+    shown[step + 1 :] = np.nan  # rows the decoder has not reached yet
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")
+    ax_map.imshow(shown, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    ax_map.add_patch(plt.Rectangle((-0.5, step - 0.5), S, 1, fill=False, edgecolor="C1", linewidth=2))
+    _set_ticks(ax_map, xl, yl)
+    if T > 40:
+        ax_map.tick_params(axis="y", labelsize=6)  # long outputs: small labels that do not overlap
+    ax_map.set(xlabel="source (attended to)", ylabel="output (writes)")
     return fig
 
 

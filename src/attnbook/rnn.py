@@ -3,7 +3,7 @@
 ``Encoder`` -> ``PlainDecoder`` / ``AttentionDecoder`` -> ``Seq2SeqConfig`` ->
 ``Seq2Seq`` -> ``greedy_decode``, plus the helpers that train and score them
 (``encode_pairs``, ``LengthBuckets``, ``seq2seq_loss``, ``exact_match``,
-``translate``).
+``accuracy_by_length``, ``translate``).
 
 The :class:`Encoder` reads the source characters with a bidirectional GRU and
 returns one annotation ``z_j`` per position (the *memory*) and a *summary*, its
@@ -43,6 +43,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
+from itertools import pairwise
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -63,6 +65,8 @@ __all__ = [
     "LengthBuckets",
     "seq2seq_loss",
     "exact_match",
+    "LengthBucket",
+    "accuracy_by_length",
     "translate",
 ]
 
@@ -717,6 +721,48 @@ def exact_match(
         hits += [g == w for g, w in zip(_as_rows(got.cpu(), eos_id, pad), want)]
     hits_t = torch.tensor(hits, dtype=torch.bool)
     return hits_t if per_example else float(hits_t.float().mean())
+
+
+class LengthBucket(NamedTuple):
+    """One row of :func:`accuracy_by_length`: inputs of ``lo <= length < hi``."""
+
+    lo: int  # shortest length in the bucket
+    hi: int  # first length after the bucket
+    accuracy: float  # fraction of hits (nan for an empty bucket)
+    count: int  # examples in the bucket
+
+
+def accuracy_by_length(hits: torch.Tensor, lengths: torch.Tensor, edges: Sequence[int]) -> list[LengthBucket]:
+    """Accuracy grouped by input length: one :class:`LengthBucket` per ``edges[i] <= length < edges[i+1]``.
+
+    ``hits`` (N,) is boolean, e.g. ``exact_match(..., per_example=True)``;
+    ``lengths`` (N,) holds each input's length; ``edges`` increase strictly.
+
+    >>> hits = torch.tensor([True, True, False, True, False, False])
+    >>> lengths = torch.tensor([3, 4, 12, 15, 25, 28])
+    >>> [(b.lo, b.hi, b.accuracy, b.count) for b in accuracy_by_length(hits, lengths, [0, 10, 20, 30])]
+    [(0, 10, 1.0, 2), (10, 20, 0.5, 2), (20, 30, 0.0, 2)]
+    """
+    for name, x in (("hits", hits), ("lengths", lengths)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 1:
+            raise TypeError(f"{name} must be a 1-D tensor (N,), got {getattr(x, 'shape', type(x).__name__)}")
+    if hits.dtype != torch.bool:
+        raise TypeError(f"hits must be a boolean tensor (True = correct), got {hits.dtype}")
+    if hits.shape != lengths.shape:
+        raise ValueError(f"hits and lengths must both be (N,), got {tuple(hits.shape)} and {tuple(lengths.shape)}")
+    edges = list(edges)
+    if len(edges) < 2 or any(not isinstance(e, int) or isinstance(e, bool) for e in edges):
+        raise ValueError(f"edges must be at least two ints, got {edges!r}")
+    if any(b <= a for a, b in pairwise(edges)):
+        raise ValueError(f"edges must increase strictly, got {edges}")
+    lengths = lengths.cpu()
+    hits = hits.cpu()
+    rows = []
+    for lo, hi in pairwise(edges):
+        sel = (lengths >= lo) & (lengths < hi)  # (N,)
+        n = int(sel.sum())
+        rows.append(LengthBucket(lo, hi, float(hits[sel].float().mean()) if n else float("nan"), n))
+    return rows
 
 
 def translate(
