@@ -48,6 +48,7 @@ import torch
 from attnbook.data import CharVocab, make_date_pairs, make_number_pairs
 from attnbook.rnn import (
     LengthBuckets,
+    accuracy_by_length,
     Seq2Seq,
     Seq2SeqConfig,
     encode_pairs,
@@ -57,9 +58,10 @@ from attnbook.rnn import (
 from attnbook.runtime import count_parameters, get_device, seed_everything
 from attnbook.train import fit
 
-DATE_BINS = [(1, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 999)]  # input characters
-NUMBER_BINS = [(1, 20), (21, 30), (31, 40), (41, 50), (51, 60), (61, 999)]
-MIXED_BINS = [(0, 29), (30, 39), (40, 49), (50, 59), (60, 999)]  # the buckets of chapter 1's figure
+# Edges of the input-length buckets (characters): lo <= length < hi; 999 is open-ended.
+DATE_EDGES = [1, 11, 16, 21, 26, 31, 999]
+NUMBER_EDGES = [1, 21, 31, 41, 51, 61, 999]
+MIXED_EDGES = [0, 30, 40, 50, 60, 999]  # the buckets of chapter 1's figure
 MIXED_RANGES = [(0, 999, 1_000), (1_000, 9_999, 3_000), (10_000, 99_999, 3_000), (100_000, 999_999, 3_000)]
 
 
@@ -102,13 +104,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def accuracy_by_length(hits: torch.Tensor, lengths: torch.Tensor, bins: list) -> dict[str, tuple[float, int]]:
-    out = {}
-    for lo, hi in bins:
-        sel = (lengths >= lo) & (lengths <= hi)
-        if sel.any():
-            out[f"{lo}-{hi}" if hi < 999 else f"{lo}+"] = (float(hits[sel].float().mean()), int(sel.sum()))
-    return out
+def by_length(hits: torch.Tensor, lengths: torch.Tensor, edges: list[int]) -> dict[str, tuple[float, int]]:
+    """'lo-hi' (inclusive) -> (accuracy, pairs) for the non-empty buckets of :func:`attnbook.rnn.accuracy_by_length`."""
+    return {f"{b.lo}-{b.hi - 1}" if b.hi < 999 else f"{b.lo}+": (b.accuracy, b.count)
+            for b in accuracy_by_length(hits, lengths, edges) if b.count}
 
 
 def train_one(kind: str, args: argparse.Namespace, data: dict, device: torch.device) -> dict:
@@ -148,7 +147,7 @@ def train_one(kind: str, args: argparse.Namespace, data: dict, device: torch.dev
         if state is not None:
             probe.load_state_dict(state)
         hits = exact_match(probe, data["test_src"], data["test_tgt"], per_example=True)
-        return float(hits.float().mean()), accuracy_by_length(hits, data["test_len"], data["bins"])
+        return float(hits.float().mean()), by_length(hits, data["test_len"], data["edges"])
 
     rows = []
     for budget in sorted(c for c in snapshots if c < history.seconds):
@@ -183,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     test_src, test_tgt = encode_pairs(test, src_vocab, tgt_vocab)
     data = dict(src_vocab=src_vocab, tgt_vocab=tgt_vocab, src=src, tgt=tgt, test_src=test_src.to(device),
                 test_tgt=test_tgt.to(device), test_len=torch.tensor([len(s) for s, _ in test]).to(device),
-                bins={"dates": DATE_BINS, "numbers": NUMBER_BINS, "numbers-mixed": MIXED_BINS}[args.task])
+                edges={"dates": DATE_EDGES, "numbers": NUMBER_EDGES, "numbers-mixed": MIXED_EDGES}[args.task])
     print(f"# {args.task}: {len(train)} train / {len(test)} held-out pairs, source vocab {len(src_vocab)}, "
           f"target vocab {len(tgt_vocab)}, made in {time.perf_counter() - t0:.1f} s")
     print(f"# e.g. {test[0][0]!r} -> {test[0][1]!r};  {test[1][0]!r} -> {test[1][1]!r}")
