@@ -198,20 +198,16 @@ def references_trapped(fn: Callable, forbidden: Sequence[str]):
 # ------------------------------------------------------------- running code
 
 
-def run_student(fn: Callable, *args, forbidden: Sequence[str] = (), what: str = "your function", **kwargs):
-    """Call ``fn(*args, **kwargs)`` the safe way and return its result.
+@contextlib.contextmanager
+def _student_code(what: str):
+    """Run the student's code inside: warnings noted on stdout, stderr sent to stdout, errors in words.
 
-    Warnings are recorded and reported on stdout, stderr goes to stdout, the
-    ``forbidden`` references are trapped, and any exception becomes a
-    :class:`CheckFailed` that names its type and message.
+    Any exception becomes a :class:`CheckFailed` that names its type and message.
     """
-    if not callable(fn):
-        raise CheckFailed(f"{what} is not callable (got {type(fn).__name__}); did you run its cell?")
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(sys.stdout):
         warnings.simplefilter("always")
         try:
-            with references_trapped(fn, forbidden) as resolve:
-                result = resolve(fn)(*args, **kwargs)  # `f = reference` is the reference itself
+            yield
         except NotImplementedError:
             raise CheckFailed(f"{what} is not implemented yet (it raises NotImplementedError)") from None
         except ReferenceCalled as err:
@@ -222,6 +218,33 @@ def run_student(fn: Callable, *args, forbidden: Sequence[str] = (), what: str = 
             raise CheckFailed(f"{what} raised {type(err).__name__}: {err}") from None
     for w in {str(w.message) for w in caught}:
         print(f"note: {what} emitted a warning (not an error): {w}")
+
+
+def run_student(fn: Callable, *args, forbidden: Sequence[str] = (), what: str = "your function", **kwargs):
+    """Call ``fn(*args, **kwargs)`` the safe way and return its result.
+
+    Warnings are recorded and reported on stdout, stderr goes to stdout, the
+    ``forbidden`` references are trapped, and any exception becomes a
+    :class:`CheckFailed` that names its type and message.
+    """
+    if not callable(fn):
+        raise CheckFailed(f"{what} is not callable (got {type(fn).__name__}); did you run its cell?")
+    with _student_code(what), references_trapped(fn, forbidden) as resolve:
+        result = resolve(fn)(*args, **kwargs)  # `f = reference` is the reference itself
+    return result
+
+
+def run_method(module: torch.nn.Module, name: str, *args, forbidden: Sequence[str] = (), what: str, **kwargs):
+    """``module.name(*args, **kwargs)`` the safe way (see :func:`run_student`).
+
+    The references are trapped in the module's classes and their methods'
+    globals, so that a method borrowed from the reference fails too.
+    """
+    method = getattr(module, name, None)
+    if not callable(method):
+        raise CheckFailed(f"{what} should be a method of the class (def {name}(self, ...)); it is missing")
+    with _student_code(what), references_trapped(module, forbidden):
+        result = getattr(module, name)(*args, **kwargs)
     return result
 
 

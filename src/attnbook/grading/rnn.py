@@ -22,10 +22,7 @@ any other correct way fails with a probability below 1e-7 per case.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
-import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -33,13 +30,12 @@ import torch
 from ._core import (
     Case,
     CheckFailed,
-    ReferenceCalled,
     build_module,
     close,
     fresh_module,
     load_reference_parameters,
-    references_trapped,
     require_tensor,
+    run_method,
     run_student,
     score_cases,
 )
@@ -83,33 +79,6 @@ _NEG = -1e4  # a masked score may be -inf or any value at most this (e.g. -1e9):
 
 
 # ------------------------------------------------------------------ helpers
-
-
-def run_method(module: torch.nn.Module, name: str, *args, forbidden: Sequence[str] = (), what: str, **kwargs):
-    """``module.name(*args, **kwargs)`` the safe way (see :func:`_core.run_student`).
-
-    The references are trapped in the module's classes and their methods'
-    globals, so that a method borrowed from the reference fails too.
-    """
-    method = getattr(module, name, None)
-    if not callable(method):
-        raise CheckFailed(f"{what} should be a method of the class (def {name}(self, ...)); it is missing")
-    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(sys.stdout):
-        warnings.simplefilter("always")
-        try:
-            with references_trapped(module, forbidden):
-                result = getattr(module, name)(*args, **kwargs)
-        except NotImplementedError:
-            raise CheckFailed(f"{what} is not implemented yet (it raises NotImplementedError)") from None
-        except ReferenceCalled as err:
-            raise CheckFailed(
-                f"{what} calls the reference implementation `{err}`; write the computation yourself"
-            ) from None
-        except Exception as err:  # the student's bug, reported in words
-            raise CheckFailed(f"{what} raised {type(err).__name__}: {err}") from None
-    for w in {str(w.message) for w in caught}:
-        print(f"note: {what} emitted a warning (not an error): {w}")
-    return result
 
 
 def _masked(x: torch.Tensor) -> torch.Tensor:
