@@ -1,7 +1,8 @@
-"""attnbook.grading, fast: every catalogued answer is graded as it should be, in-process.
+"""attnbook.grading, fast: chapter 2's catalogued answers are graded as they should be, in-process.
 
 The same catalogue (autograder/fixtures/answers.py) is graded end to end through
-nbgrader in test_autograder.py.
+nbgrader in test_autograder.py; exercise_harness.py runs a notebook the way
+nbgrader does.
 """
 
 import functools
@@ -18,15 +19,11 @@ import attnbook.attention
 from attnbook import grading
 from attnbook.grading._core import Case, CheckFailed, references_trapped, run_student, score_cases
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTION = ROOT / "solutions" / "02-transformer" / "exercises.ipynb"
-RELEASED = ROOT / "chapters" / "02-transformer" / "exercises.ipynb"
-_spec = importlib.util.spec_from_file_location("answers", ROOT / "autograder" / "fixtures" / "answers.py")
-answers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(answers)
-
-# grade_id of a test cell -> (its check, the solution cell that defines what it grades, those objects' names)
-CHECKS = {
+_spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
+answers = harness.answers
+EXERCISE = harness.Exercise("02-transformer", {
     "sdpa_matches_reference": (
         grading.check_scaled_dot_product_attention, "sdpa_solution", ("scaled_dot_product_attention",)),
     "sdpa_respects_masks": (grading.check_attention_masks, "sdpa_solution", ("scaled_dot_product_attention",)),
@@ -37,61 +34,8 @@ CHECKS = {
     "encoder_block_matches_reference": (grading.check_encoder_block, "encoder_solution", ("EncoderBlock",)),
     "decoder_block_matches_reference": (grading.check_decoder_block, "decoder_solution", ("DecoderBlock",)),
     "greedy_decode_matches_reference": (grading.check_greedy_decode, "greedy_solution", ("greedy_decode",)),
-}
-
-
-def _grade_id(cell) -> str | None:
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
-def read(path: Path):
-    import nbformat
-
-    return nbformat.read(path, as_version=4)
-
-
-POINTS = {_grade_id(c): c.metadata["nbgrader"]["points"] for c in read(SOLUTION).cells
-          if c.metadata.get("nbgrader", {}).get("grade")}
-
-
-def grade(fn, check, points=3):
-    """(points, message) as nbgrader would see them: visible check first, then hidden.
-
-    ``fn`` is the graded object, or a tuple of them for a check that takes several.
-    """
-    objects = fn if isinstance(fn, tuple) else (fn,)
-    try:
-        check(*objects)
-        return check(*objects, points=points), ""
-    except CheckFailed as err:
-        return 0, str(err)
-
-
-def run_notebook(nb, capsys=None) -> dict[str, tuple[float, str]]:
-    """Run ``nb``'s code cells in order, as nbgrader does, and grade each test cell with its check.
-
-    A cell that raises does not stop the run (nbgrader carries on too); a test
-    cell is graded by calling its check on the objects the notebook defined by
-    then. Returns grade_id -> (points, message and printed output).
-    """
-    namespace = {"__name__": "__main__"}
-    results = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        grade_id = _grade_id(cell)
-        if grade_id in CHECKS:
-            check, _, names = CHECKS[grade_id]
-            points, message = grade(tuple(namespace.get(n) for n in names), check, POINTS[grade_id])
-            results[grade_id] = (points, message + (capsys.readouterr().out if capsys else ""))
-            continue
-        try:
-            with warnings.catch_warnings():  # a cell's own warnings are no test cell's business
-                warnings.simplefilter("ignore")
-                exec(compile(cell.source, f"<cell {grade_id}>", "exec"), namespace)
-        except Exception:  # noqa: BLE001 - a broken or blank answer; its test cell reports it
-            pass
-    return results
+})
+CHECKS = EXERCISE.checks
 
 
 @pytest.fixture
@@ -101,70 +45,31 @@ def restore_torch():
     torch.allclose = saved
 
 
-# Chapter 2's answers; the other chapters' are graded in test_grading_<chapter>.py.
-GRADABLE = {name: a for name, a in answers.ANSWERS.items()
-            if a["assignment"] == "02-transformer" and name != "kills_kernel"}
-
-
-def _phrases(message) -> list[str]:
-    return [] if not message else [message] if isinstance(message, str) else list(message)
-
-
-@pytest.mark.parametrize("name", sorted(GRADABLE))
+@pytest.mark.parametrize("name", sorted(EXERCISE.answers))
 def test_catalogued_answer_is_graded_as_expected(name, restore_torch, capsys):
-    answer = GRADABLE[name]
-    results = run_notebook(answers.fill(read(RELEASED), answer["cells"]), capsys)
-    assert set(results) == set(CHECKS)
-    messages = []
-    for grade_id, (points, message) in results.items():
-        expected = answer["expected"].get(grade_id, 0)  # a part the answer leaves blank scores 0
-        full = POINTS[grade_id]
-        messages.append(message)
-        if expected == "full":
-            assert points == full, f"{grade_id}: {message}"
-        elif expected == "partial":
-            assert 0 < points < full, f"{grade_id}: {points}"
-        else:
-            assert points == 0, f"{grade_id}: {points}"
-    for phrase in _phrases(answer["message"]):
-        assert any(phrase in m for m in messages), (phrase, messages)
-    for m in messages:  # concept-level words only: no tensors, no expected values
-        assert "tensor(" not in m and "expected" not in m.lower()
-
-
-def notebook_cell(path: Path, grade_id: str) -> str:
-    return next(c.source for c in read(path).cells if _grade_id(c) == grade_id)
+    EXERCISE.assert_graded_as_expected(name, capsys)
 
 
 def test_every_test_cell_has_a_check_and_its_points():
-    cells = {_grade_id(c): c for c in read(SOLUTION).cells if c.metadata.get("nbgrader", {}).get("grade")}
-    assert set(cells) == set(CHECKS)
-    for grade_id, cell in cells.items():
-        check, solution_id, _ = CHECKS[grade_id]
-        assert cell.source.startswith(f'"""{grade_id}: '), grade_id  # the first line says what it checks
-        assert f"{check.__name__}(" in cell.source.split("### BEGIN HIDDEN TESTS")[0], grade_id
-        assert f"points={POINTS[grade_id]})" in cell.source.split("### BEGIN HIDDEN TESTS")[1], grade_id
-        assert POINTS[grade_id] >= 2
-        assert notebook_cell(SOLUTION, solution_id)  # the solution cell exists
-
-
-@functools.cache
-def graded(path: Path) -> dict[str, tuple[float, str]]:
-    return run_notebook(read(path))
+    EXERCISE.assert_test_cells_well_formed("attnbook.grading")
 
 
 @pytest.mark.parametrize("grade_id", sorted(CHECKS))
 def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
-    assert graded(SOLUTION)[grade_id][0] == POINTS[grade_id], graded(SOLUTION)[grade_id]
-    points, message = graded(RELEASED)[grade_id]
+    assert EXERCISE.graded_solution[grade_id][0] == EXERCISE.points[grade_id], EXERCISE.graded_solution[grade_id]
+    points, message = EXERCISE.graded_stub[grade_id]
     assert points == 0 and "not implemented yet" in message
+
+
+def test_hidden_tests_are_not_in_the_released_notebook():
+    EXERCISE.assert_stub_hides_the_answers()
 
 
 @pytest.mark.parametrize("grade_id", sorted(CHECKS))
 def test_each_solution_cell_defines_what_its_check_grades(grade_id):
     _, solution_id, names = CHECKS[grade_id]
     namespace = {"__name__": "__main__", "math": math, "torch": torch, "nn": torch.nn}
-    exec(compile(notebook_cell(SOLUTION, solution_id), "<solution>", "exec"), namespace)
+    exec(compile(EXERCISE.solution_cell(solution_id), "<solution>", "exec"), namespace)
     assert all(callable(namespace.get(n)) for n in names)
 
 

@@ -7,7 +7,6 @@ answers.py) is graded end to end through nbgrader in test_autograder.py.
 import functools
 import importlib.util
 import math
-import warnings
 from pathlib import Path
 
 import pytest
@@ -19,79 +18,21 @@ import attnbook.tokenizers
 from attnbook.grading import gpt as checks
 from attnbook.grading._core import CheckFailed
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTION = ROOT / "solutions" / "04-gpt-bpe" / "exercises.ipynb"
-RELEASED = ROOT / "chapters" / "04-gpt-bpe" / "exercises.ipynb"
-_spec = importlib.util.spec_from_file_location("answers", ROOT / "autograder" / "fixtures" / "answers.py")
-answers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(answers)
-_spec = importlib.util.spec_from_file_location("answers_04", ROOT / "autograder" / "fixtures" / "answers_04_gpt_bpe.py")
-chapter_answers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(chapter_answers)
-
-# grade_id of a test cell -> (its check, the solution cell that defines what it grades, those objects' names)
-CHECKS = {
+_spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
+answers = harness.answers
+chapter_answers = harness.load(Path(__file__).parents[1] / "autograder" / "fixtures" / "answers_04_gpt_bpe.py",
+                               "answers_04")
+EXERCISE = harness.Exercise("04-gpt-bpe", {
     "bpe_get_stats_and_merge": (checks.check_pairs, "pairs_solution", ("get_stats", "merge")),
     "bpe_training_matches_reference": (checks.check_train_bpe, "train_solution", ("train_bpe",)),
     "bpe_encode_and_decode": (checks.check_encode_decode, "codec_solution", ("encode", "decode")),
     "next_token_loss_matches_reference": (checks.check_next_token_loss, "loss_solution", ("next_token_loss",)),
     "sampling_follows_distribution": (checks.check_sample_next, "sampling_solution", ("sample_next",)),
     "perplexity_matches_reference": (checks.check_perplexity, "perplexity_solution", ("perplexity",)),
-}
-
-
-def _grade_id(cell) -> str | None:
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
-def read(path: Path):
-    import nbformat
-
-    return nbformat.read(path, as_version=4)
-
-
-POINTS = {_grade_id(c): c.metadata["nbgrader"]["points"] for c in read(SOLUTION).cells
-          if c.metadata.get("nbgrader", {}).get("grade")}
-
-
-def grade(objects: tuple, check, points: float):
-    """(points, message) as nbgrader would see them: visible check first, then hidden."""
-    try:
-        check(*objects)
-        return check(*objects, points=points), ""
-    except CheckFailed as err:
-        return 0, str(err)
-
-
-def run_notebook(nb, capsys=None) -> dict[str, tuple[float, str]]:
-    """Run ``nb``'s code cells in order and grade each test cell with its check (see test_grading.py)."""
-    namespace = {"__name__": "__main__"}
-    results = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        grade_id = _grade_id(cell)
-        if grade_id in CHECKS:
-            check, _, names = CHECKS[grade_id]
-            if capsys:
-                capsys.readouterr()  # what the notebook's own cells printed is not the check's message
-            points, message = grade(tuple(namespace.get(n) for n in names), check, POINTS[grade_id])
-            results[grade_id] = (points, message + (capsys.readouterr().out if capsys else ""))
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                exec(compile(cell.source, f"<cell {grade_id}>", "exec"), namespace)
-        except Exception:  # noqa: BLE001 - a broken or blank answer; its test cell reports it
-            pass
-    return results
-
-
-CHAPTER = {name: a for name, a in answers.ANSWERS.items() if a["assignment"] == "04-gpt-bpe"}
-
-
-def _phrases(message) -> list[str]:
-    return [] if not message else [message] if isinstance(message, str) else list(message)
+})
+CHECKS, CHAPTER = EXERCISE.checks, EXERCISE.answers
 
 
 def test_the_catalogue_covers_every_part_and_the_issues_mistakes():
@@ -99,7 +40,7 @@ def test_the_catalogue_covers_every_part_and_the_issues_mistakes():
     for grade_id, (_, solution_id, _) in CHECKS.items():
         wrong = [a for a in CHAPTER.values() if solution_id in a["cells"] and a["expected"].get(grade_id) != "full"]
         assert len(wrong) >= 2, grade_id  # at least two realistic wrong answers per part
-    phrases = [p for a in CHAPTER.values() for p in _phrases(a["message"])]
+    phrases = [p for a in CHAPTER.values() for p in harness.phrases(a["message"])]
     for named in ("overlapping occurrences were merged", "merges were applied in the wrong order",
                   "targets are not shifted", "*before* the softmax"):
         assert any(named in p for p in phrases), named
@@ -107,58 +48,27 @@ def test_the_catalogue_covers_every_part_and_the_issues_mistakes():
 
 @pytest.mark.parametrize("name", sorted(CHAPTER))
 def test_catalogued_answer_is_graded_as_expected(name, capsys):
-    answer = CHAPTER[name]
-    results = run_notebook(answers.fill(read(RELEASED), answer["cells"]), capsys)
-    assert set(results) == set(CHECKS)
-    messages = []
-    for grade_id, (points, message) in results.items():
-        expected = answer["expected"].get(grade_id, 0)  # a part the answer leaves blank scores 0
-        full = POINTS[grade_id]
-        messages.append(message)
-        if expected == "full":
-            assert points == full, f"{grade_id}: {message}"
-        elif expected == "partial":
-            assert 0 < points < full, f"{grade_id}: {points} {message}"
-        else:
-            assert points == 0, f"{grade_id}: {points}"
-    for phrase in _phrases(answer["message"]):
-        assert any(phrase in m for m in messages), (phrase, messages)
-    for m in messages:  # concept-level words only: no tensors, no expected values
-        assert "tensor(" not in m and "expected" not in m.lower()
-
-
-def notebook_cell(path: Path, grade_id: str) -> str:
-    return next(c.source for c in read(path).cells if _grade_id(c) == grade_id)
+    EXERCISE.assert_graded_as_expected(name, capsys)
 
 
 def test_every_test_cell_has_a_check_and_its_points():
-    cells = {_grade_id(c): c for c in read(SOLUTION).cells if c.metadata.get("nbgrader", {}).get("grade")}
-    assert set(cells) == set(CHECKS)
-    assert len(cells) >= 6
-    for grade_id, cell in cells.items():
-        check, solution_id, _ = CHECKS[grade_id]
-        visible, hidden = cell.source.split("### BEGIN HIDDEN TESTS")
-        assert cell.source.startswith(f'"""{grade_id}: '), grade_id
-        assert f"from attnbook.grading.gpt import {check.__name__}" in visible, grade_id
-        assert f"{check.__name__}(" in visible and f"points={POINTS[grade_id]})" in hidden, grade_id
-        assert POINTS[grade_id] >= 2
-        assert notebook_cell(SOLUTION, solution_id)
-
-
-@functools.cache
-def graded(path: Path) -> dict[str, tuple[float, str]]:
-    return run_notebook(read(path))
+    assert len(EXERCISE.test_cells) >= 6
+    EXERCISE.assert_test_cells_well_formed("attnbook.grading.gpt")
 
 
 @pytest.mark.parametrize("grade_id", sorted(CHECKS))
 def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
-    assert graded(SOLUTION)[grade_id][0] == POINTS[grade_id], graded(SOLUTION)[grade_id]
-    points, message = graded(RELEASED)[grade_id]
+    assert EXERCISE.graded_solution[grade_id][0] == EXERCISE.points[grade_id], EXERCISE.graded_solution[grade_id]
+    points, message = EXERCISE.graded_stub[grade_id]
     assert points == 0 and "not implemented yet" in message
 
 
+def test_hidden_tests_are_not_in_the_released_notebook():
+    EXERCISE.assert_stub_hides_the_answers()
+
+
 def test_the_notebook_shows_the_worked_example():
-    text = "\n".join(c.source for c in read(RELEASED).cells if c.cell_type == "markdown")
+    text = "\n".join(c.source for c in harness.read(EXERCISE.released).cells if c.cell_type == "markdown")
     for step in ("aaabdaaabac", "ZabdZabac", "ZYdZYac", "XdXac"):
         assert step in text
 

@@ -7,7 +7,6 @@ end to end through nbgrader in test_autograder.py.
 import functools
 import importlib.util
 import math
-import warnings
 from pathlib import Path
 
 import pytest
@@ -18,77 +17,21 @@ import attnbook.hard_attention
 from attnbook.grading import rnn as checks
 from attnbook.grading._core import CheckFailed
 
-ROOT = Path(__file__).resolve().parent.parent
-ASSIGNMENT = "01-rnn-attention"
-SOLUTION = ROOT / "solutions" / ASSIGNMENT / "exercises.ipynb"
-RELEASED = ROOT / "chapters" / ASSIGNMENT / "exercises.ipynb"
-_spec = importlib.util.spec_from_file_location("answers", ROOT / "autograder" / "fixtures" / "answers.py")
-answers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(answers)
-
-# grade_id of a test cell -> (its check, the solution cell that defines what it grades, that object's name)
-CHECKS = {
-    "additive_scores_match_reference": (checks.check_additive_scores, "additive_solution", "AdditiveAttention"),
-    "luong_scores_match_reference": (checks.check_luong_scores, "luong_solution", "luong_scores"),
-    "soft_attention_matches_reference": (checks.check_soft_attention, "soft_solution", "soft_attention"),
-    "decoder_step_matches_reference": (checks.check_decoder_step, "decoder_solution", "AttentionDecoder"),
+_spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
+answers = harness.answers
+EXERCISE = harness.Exercise("01-rnn-attention", {
+    "additive_scores_match_reference": (checks.check_additive_scores, "additive_solution", ("AdditiveAttention",)),
+    "luong_scores_match_reference": (checks.check_luong_scores, "luong_solution", ("luong_scores",)),
+    "soft_attention_matches_reference": (checks.check_soft_attention, "soft_solution", ("soft_attention",)),
+    "decoder_step_matches_reference": (checks.check_decoder_step, "decoder_solution", ("AttentionDecoder",)),
     "hard_attention_samples_from_weights": (
-        checks.check_sample_hard_attention, "sample_solution", "sample_hard_attention"),
+        checks.check_sample_hard_attention, "sample_solution", ("sample_hard_attention",)),
     "score_function_estimate_is_unbiased": (
-        checks.check_score_function_gradient, "estimator_solution", "score_function_gradient"),
-}
-
-
-def _grade_id(cell) -> str | None:
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
-def read(path: Path):
-    import nbformat
-
-    return nbformat.read(path, as_version=4)
-
-
-POINTS = {_grade_id(c): c.metadata["nbgrader"]["points"] for c in read(SOLUTION).cells
-          if c.metadata.get("nbgrader", {}).get("grade")}
-
-
-def grade(obj, check, points):
-    """(points, message) as nbgrader would see them: the visible check first, then the hidden one."""
-    try:
-        check(obj)
-        return check(obj, points=points), ""
-    except CheckFailed as err:
-        return 0, str(err)
-
-
-def run_notebook(nb, capsys=None) -> dict[str, tuple[float, str]]:
-    """Run ``nb``'s code cells in order, as nbgrader does, and grade each test cell with its check."""
-    namespace = {"__name__": "__main__"}
-    results = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        grade_id = _grade_id(cell)
-        if grade_id in CHECKS:
-            check, _, name = CHECKS[grade_id]
-            points, message = grade(namespace.get(name), check, POINTS[grade_id])
-            results[grade_id] = (points, message + (capsys.readouterr().out if capsys else ""))
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                exec(compile(cell.source, f"<cell {grade_id}>", "exec"), namespace)
-        except Exception:
-            pass
-    return results
-
-
-ANSWERS = {name: a for name, a in answers.ANSWERS.items() if a["assignment"] == ASSIGNMENT}
-
-
-def _phrases(message) -> list[str]:
-    return [] if not message else [message] if isinstance(message, str) else list(message)
+        checks.check_score_function_gradient, "estimator_solution", ("score_function_gradient",)),
+})
+CHECKS, ANSWERS = EXERCISE.checks, EXERCISE.answers
 
 
 def test_the_catalogue_has_a_wrong_answer_with_a_message_for_every_part():
@@ -100,60 +43,23 @@ def test_the_catalogue_has_a_wrong_answer_with_a_message_for_every_part():
 
 @pytest.mark.parametrize("name", sorted(ANSWERS))
 def test_catalogued_answer_is_graded_as_expected(name, capsys):
-    answer = ANSWERS[name]
-    results = run_notebook(answers.fill(read(RELEASED), answer["cells"]), capsys)
-    assert set(results) == set(CHECKS)
-    messages = []
-    for grade_id, (points, message) in results.items():
-        expected = answer["expected"].get(grade_id, 0)
-        full = POINTS[grade_id]
-        messages.append(message)
-        if expected == "full":
-            assert points == full, f"{grade_id}: {message}"
-        elif expected == "partial":
-            assert 0 < points < full, f"{grade_id}: {points} {message}"
-        else:
-            assert points == 0, f"{grade_id}: {points}"
-    for phrase in _phrases(answer["message"]):
-        assert any(phrase in m for m in messages), (phrase, messages)
-    for m in messages:  # concept-level words only: no tensors, no expected values
-        assert "tensor(" not in m and "expected" not in m.lower()
-
-
-def notebook_cell(path: Path, grade_id: str) -> str:
-    return next(c.source for c in read(path).cells if _grade_id(c) == grade_id)
+    EXERCISE.assert_graded_as_expected(name, capsys)
 
 
 def test_every_test_cell_has_a_check_and_its_points():
-    cells = {_grade_id(c): c for c in read(SOLUTION).cells if c.metadata.get("nbgrader", {}).get("grade")}
-    assert set(cells) == set(CHECKS)
-    assert len(cells) >= 5 and sum(POINTS.values()) >= 10
-    for grade_id, cell in cells.items():
-        check, solution_id, _ = CHECKS[grade_id]
-        visible, hidden = cell.source.split("### BEGIN HIDDEN TESTS")
-        assert cell.source.startswith(f'"""{grade_id}: '), grade_id
-        assert f"from attnbook.grading.rnn import {check.__name__}" in visible, grade_id
-        assert f"{check.__name__}(" in visible and f"points={POINTS[grade_id]})" in hidden, grade_id
-        assert POINTS[grade_id] >= 2
-        assert notebook_cell(SOLUTION, solution_id)
-
-
-@functools.cache
-def graded(path: Path) -> dict[str, tuple[float, str]]:
-    return run_notebook(read(path))
+    assert len(EXERCISE.test_cells) >= 5 and sum(EXERCISE.points.values()) >= 10
+    EXERCISE.assert_test_cells_well_formed("attnbook.grading.rnn")
 
 
 @pytest.mark.parametrize("grade_id", sorted(CHECKS))
 def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
-    assert graded(SOLUTION)[grade_id][0] == POINTS[grade_id], graded(SOLUTION)[grade_id]
-    points, message = graded(RELEASED)[grade_id]
+    assert EXERCISE.graded_solution[grade_id][0] == EXERCISE.points[grade_id], EXERCISE.graded_solution[grade_id]
+    points, message = EXERCISE.graded_stub[grade_id]
     assert points == 0 and "not implemented yet" in message
 
 
 def test_hidden_tests_are_not_in_the_released_notebook():
-    released = "\n".join(c.source for c in read(RELEASED).cells)
-    assert "BEGIN HIDDEN TESTS" not in released and "points=" not in released
-    assert "BEGIN SOLUTION" not in released
+    EXERCISE.assert_stub_hides_the_answers()
 
 
 # ------------------------------------------------------------- the checks themselves
@@ -286,6 +192,6 @@ def _copy_of_reference():
 
 def test_each_solution_cell_defines_what_its_check_grades():
     namespace = {"__name__": "__main__", "math": math, "torch": torch, "nn": torch.nn, "attnbook": attnbook}
-    for _, solution_id, name in CHECKS.values():
-        exec(compile(notebook_cell(SOLUTION, solution_id), "<solution>", "exec"), namespace)
+    for _, solution_id, (name,) in CHECKS.values():
+        exec(compile(EXERCISE.solution_cell(solution_id), "<solution>", "exec"), namespace)
         assert callable(namespace.get(name))
