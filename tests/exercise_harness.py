@@ -115,6 +115,12 @@ class Exercise:
     def graded_stub(self) -> dict[str, tuple[float, str]]:
         return self.run(read(self.released))
 
+    def assert_solution_full_and_stub_zero(self, gid: str) -> None:
+        """The solution gets all the points of test cell ``gid``; the released stub gets none."""
+        assert self.graded_solution[gid][0] == self.points[gid], self.graded_solution[gid]
+        points, message = self.graded_stub[gid]
+        assert points == 0 and "not implemented yet" in message
+
     def solution_cell(self, solution_id: str) -> str:
         return next(c.source for c in read(self.solution).cells if grade_id(c) == solution_id)
 

@@ -56,9 +56,7 @@ def test_every_test_cell_has_a_check_and_its_points():
 
 @pytest.mark.parametrize("grade_id", sorted(CHECKS))
 def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
-    assert EXERCISE.graded_solution[grade_id][0] == EXERCISE.points[grade_id], EXERCISE.graded_solution[grade_id]
-    points, message = EXERCISE.graded_stub[grade_id]
-    assert points == 0 and "not implemented yet" in message
+    EXERCISE.assert_solution_full_and_stub_zero(grade_id)
 
 
 def test_hidden_tests_are_not_in_the_released_notebook():

@@ -22,6 +22,7 @@ any other correct way fails with a probability below 1e-7 per case.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -79,6 +80,15 @@ _NEG = -1e4  # a masked score may be -inf or any value at most this (e.g. -1e9):
 
 
 # ------------------------------------------------------------------ helpers
+
+
+def _apply_mask(e: torch.Tensor, how: str = "-inf", *, mask: torch.Tensor | None) -> torch.Tensor:
+    """Scores e (B, S) masked as asked, or as students get it wrong: "-inf", "inverted", "zero" or "none"."""
+    if mask is None or how == "none":
+        return e
+    if how == "inverted":
+        return e.masked_fill(mask, float("-inf"))
+    return e.masked_fill(~mask, float("-inf") if how == "-inf" else 0.0)
 
 
 def _masked(x: torch.Tensor) -> torch.Tensor:
@@ -147,12 +157,7 @@ def _additive_variants(ref, s, z, mask):
     Ws, Uz = W(s), U(z)  # (B, A), (B, S, A)
     right = torch.tanh(Ws.unsqueeze(1) + Uz)  # (B, S, A)
 
-    def fill(e, how="-inf"):
-        if mask is None or how == "none":
-            return e
-        if how == "inverted":
-            return e.masked_fill(mask, float("-inf"))
-        return e.masked_fill(~mask, float("-inf") if how == "-inf" else 0.0)
+    fill = functools.partial(_apply_mask, mask=mask)
 
     variants = []
     if mask is not None:
@@ -272,12 +277,7 @@ def _luong_diagnosis(e, query, keys, W, mask) -> str:
     projected = keys if W is None else keys @ W.T  # (B, S, q): W z_j
     raw = (projected @ query.unsqueeze(-1)).squeeze(-1)  # (B, S)
 
-    def fill(x, how="-inf"):
-        if mask is None or how == "none":
-            return x
-        if how == "inverted":
-            return x.masked_fill(mask, float("-inf"))
-        return x.masked_fill(~mask, float("-inf") if how == "-inf" else 0.0)
+    fill = functools.partial(_apply_mask, mask=mask)
 
     known = [("Luong's score is not scaled: e_j = sᵀ z_j (or sᵀ W z_j) without the Transformer's 1/sqrt(d)",
               fill(raw / math.sqrt(query.shape[-1]))),
