@@ -1,14 +1,16 @@
 # Two commands set up a fresh machine and do everything (see README.md):
 #   make book   install, fetch data, build the HTML book (warnings are errors)
 #   make test   install, run every test
-# Instructors: make release, make grade [SUBMISSIONS=folder], make grader-check. Cleanup: make clean.
+# Instructors: make release, make grade [SUBMISSIONS=folder], make report [STATE=folder], make grader-check.
+# Cleanup: make clean.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+STATE  ?= .
 
-.PHONY: install data book test release grade grader-check clean
+.PHONY: install data book test release grade report grader-check clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +39,10 @@ release: install
 
 grade: install
 	$(PY) autograder/course.py grade $(SUBMISSIONS)
+
+# The class report of a graded state folder: STATE/report/index.html.
+report: install
+	$(PY) autograder/report.py --state $(STATE)
 
 # Grade the catalogue of right and wrong answers and compare with the expected grades.
 grader-check: install

@@ -1,66 +1,43 @@
-"""The checks that the test cells of the exercise notebooks call.
+"""The checks that the test cells of the exercise notebooks call, and the engine that grades them.
 
 A test cell runs a check twice: ``check_x(student_fn)`` runs the visible cases
 and raises :class:`CheckFailed` with an explanation at the first failure; the
 hidden part, ``check_x(student_fn, points=N)``, runs every case and returns the
-points earned, which nbgrader reads as partial credit. See ``_core`` for how
-stderr, references and tampering are handled.
+points earned. Each check is a :class:`~attnbook.grading.engine.Part`.
 
-Each chapter's checks live in their own module, named after the package
-module they grade; the notebook's test cells import them from there:
+Where things live:
 
-* chapter 1 (``solutions/01-rnn-attention``): :mod:`attnbook.grading.rnn`;
-* chapter 2 (``solutions/02-transformer``): :mod:`attnbook.grading.transformer`,
-  re-exported here, in the notebook's order:
-  :func:`check_scaled_dot_product_attention`, :func:`check_attention_masks`,
-  :func:`check_masks`, :func:`check_sinusoidal_positions`,
-  :func:`check_multi_head_attention`, :func:`check_encoder_block`,
-  :func:`check_decoder_block`, :func:`check_greedy_decode` (with
-  :func:`greedy_test_model`, the random model it decodes with);
-* chapter 4 (``solutions/04-gpt-bpe``): :mod:`attnbook.grading.gpt`.
+* :mod:`.engine` (``Case``, ``Part``, ``score_cases``), :mod:`.steps`,
+  :mod:`._core` and :mod:`._compare`: what every part shares;
+* one subpackage per chapter, one module per graded part, named after the
+  package module it grades: :mod:`.rnn` (chapter 1), :mod:`.transformer`
+  (chapter 2; its checks are also importable from here, as its notebook
+  does), :mod:`.gpt` (chapter 4);
+* :mod:`.fixtures`: the random models and losses handed to student code;
+* :mod:`.judge`, :mod:`._remote`, :mod:`._worker`, :mod:`._wire`,
+  :mod:`.sandbox`: grading a submission with the student's code in a
+  sandboxed worker and the comparisons in a clean judge process.
 
->>> from attnbook.attention import scaled_dot_product_attention as ref
->>> def mine(q, k, v, mask=None):
-...     return ref(q, k, v, mask)
->>> check_scaled_dot_product_attention(mine)
-Traceback (most recent call last):
-...
-attnbook.grading._core.CheckFailed: scaled_dot_product_attention calls the reference implementation `attnbook.attention.scaled_dot_product_attention`; write the computation yourself
-
-A class is trapped too: building the reference, or inheriting from it, fails.
-
->>> import attnbook.attention
->>> class Mine(attnbook.attention.MultiHeadAttention):
-...     def forward(self, query, key=None, value=None, mask=None):
-...         return super().forward(query, key, value, mask, need_weights=True)
->>> check_multi_head_attention(Mine)
-Traceback (most recent call last):
-...
-attnbook.grading._core.CheckFailed: MultiHeadAttention(d_model, num_heads) calls the reference implementation `attnbook.attention.MultiHeadAttention`; write the computation yourself
+Nothing chapter-specific is imported here until it is asked for, so that one
+chapter's checks never break another chapter's test cells.
 """
 
-from ._core import CheckFailed
-from .transformer import (
-    check_attention_masks,
-    check_decoder_block,
-    check_encoder_block,
-    check_greedy_decode,
-    check_masks,
-    check_multi_head_attention,
-    check_scaled_dot_product_attention,
-    check_sinusoidal_positions,
-    greedy_test_model,
-)
+import importlib
 
-__all__ = [
-    "CheckFailed",
-    "check_scaled_dot_product_attention",
-    "check_attention_masks",
-    "check_masks",
-    "check_sinusoidal_positions",
-    "check_multi_head_attention",
-    "check_encoder_block",
-    "check_decoder_block",
-    "check_greedy_decode",
-    "greedy_test_model",
-]
+from .errors import CheckFailed
+
+_LAZY = {
+    **dict.fromkeys(("greedy_test_model", "perplexity_test_model", "HardAttentionLoss"), "fixtures"),
+    **dict.fromkeys((
+        "check_scaled_dot_product_attention", "check_attention_masks", "check_masks",
+        "check_sinusoidal_positions", "check_multi_head_attention", "check_encoder_block",
+        "check_decoder_block", "check_greedy_decode"), "transformer"),
+}
+
+__all__ = ["CheckFailed", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -57,14 +57,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .engine import Case, score_cases
 from ._core import (
-    Case,
     CheckFailed,
     close,
     fresh_module,
     require_tensor,
     run_student,
-    score_cases,
 )
 
 __all__ = [

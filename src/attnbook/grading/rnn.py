@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from .engine import Case, score_cases
 from ._core import (
-    Case,
     CheckFailed,
     build_module,
     close,
@@ -38,7 +38,6 @@ from ._core import (
     require_tensor,
     run_method,
     run_student,
-    score_cases,
 )
 
 __all__ = [

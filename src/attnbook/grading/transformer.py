@@ -26,8 +26,8 @@ from collections.abc import Callable
 
 import torch
 
+from .engine import Case, score_cases
 from ._core import (
-    Case,
     CheckFailed,
     build_module,
     close,
@@ -35,7 +35,6 @@ from ._core import (
     load_reference_parameters,
     require_tensor,
     run_student,
-    score_cases,
 )
 
 _REF = fresh_module("attnbook.attention")

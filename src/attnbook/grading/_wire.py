@@ -1,0 +1,226 @@
+"""The data that crosses between the judge and the student's worker: JSON frames, no pickles.
+
+A frame is an 8-byte length and a JSON document. Values are encoded as JSON
+with a few tagged forms, so that decoding never runs code:
+
+======================  ============================================
+Python value            JSON
+======================  ============================================
+None, bool, int, str    themselves; floats too (NaN and ±inf included)
+list                    a JSON array
+tuple, dict             ``{"$tuple": [...]}``, ``{"$dict": [[k, v], ...]}``
+``torch.Tensor``        ``{"$tensor": [dtype, shape, stride, base64 bytes, requires_grad]}``
+``torch.Generator``     ``{"$generator": <its state as a tensor>}``
+``torch.dtype``         ``{"$dtype": "float64"}``
+an attnbook object      ``{"$build": [import path, kwargs]}`` (judge -> worker only)
+an object in the worker ``{"$handle": [id, is_module]}`` (worker -> judge)
+anything else           ``{"$opaque": type name}`` (worker -> judge)
+======================  ============================================
+
+An attnbook object crosses by how to rebuild it: a model as its class, its
+config and its weights (:func:`wire_module`); a test fixture through its own
+``__wire__()``. Only names under ``attnbook.`` are ever imported.
+
+The module uses the standard library and torch only: the worker imports it
+from the sandbox, before (and without) any of attnbook.
+
+>>> x = torch.arange(6.0).view(2, 3).t()  # non-contiguous
+>>> y = decode(json.loads(json.dumps(encode((x, [1, None], {"k": 2.5})))))
+>>> y[0].equal(x), y[0].stride() == x.stride(), y[1:]
+(True, True, ([1, None], {'k': 2.5}))
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import importlib
+import json
+import os
+import struct
+
+import torch
+
+MAX_FRAME = 1 << 30  # bytes; a bigger frame is refused rather than read
+
+
+class WireError(ValueError):
+    """Data that does not decode: a malformed frame or an unknown form."""
+
+
+class ReferenceCalled(RuntimeError):
+    """Raised in the worker by a stubbed reference or a refused kernel; the message is its name."""
+
+
+CALLED: list[str] = []  # what the worker's student code reached, for the review flags
+
+
+def reference_called(path: str):
+    """What a stub of a forbidden reference does: note the call and raise."""
+    CALLED.append(path)
+    raise ReferenceCalled(path)
+
+
+class Opaque:
+    """What the judge sees of a worker value that is not data (its type name only)."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
+def _dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise WireError(f"unknown dtype {name!r}")
+    return dtype
+
+
+def _tensor_to_json(x: torch.Tensor) -> dict:
+    flat = x.detach().to("cpu").contiguous().reshape(-1)
+    data = base64.b64encode(flat.view(torch.uint8).numpy().tobytes()).decode() if flat.numel() else ""
+    return {"$tensor": [str(x.dtype).removeprefix("torch."), list(x.shape), list(x.stride()), data,
+                        bool(x.requires_grad)]}
+
+
+def _tensor_from_json(spec: list) -> torch.Tensor:
+    dtype_name, shape, stride, data, requires_grad = spec
+    dtype = _dtype(dtype_name)
+    raw = bytearray(base64.b64decode(data))
+    numel = 1
+    for n in shape:
+        numel *= int(n)
+    if len(raw) != numel * torch.empty((), dtype=dtype).element_size():
+        raise WireError("tensor data does not match its shape")
+    flat = torch.frombuffer(raw, dtype=torch.uint8).view(dtype) if raw else torch.empty(0, dtype=dtype)
+    x = torch.empty_strided(shape, stride, dtype=dtype)  # the sender's layout, non-contiguous included
+    x.copy_(flat.reshape(shape))
+    return x.requires_grad_(True) if requires_grad and dtype.is_floating_point else x
+
+
+def wire_module(module: torch.nn.Module) -> dict:
+    """An attnbook model as ``{"$build": ...}``: its class, its config dataclass and its weights."""
+    cls = type(module)
+    config = module.config
+    return {"$build": [f"{cls.__module__}.{cls.__qualname__}", {
+        "config": {"$build": [f"{type(config).__module__}.{type(config).__qualname__}",
+                              encode(dataclasses.asdict(config))]},
+        "$state": encode(module.state_dict()), "$training": module.training}]}
+
+
+def encode(value: object, *, handles: dict | None = None) -> object:
+    """``value`` as JSON-ready data. ``handles`` (the worker's table) admits any object, by reference."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [encode(v, handles=handles) for v in value]
+    if isinstance(value, tuple) and type(value) in (tuple, torch.Size):
+        return {"$tuple": [encode(v, handles=handles) for v in value]}
+    if type(value) is dict:
+        return {"$dict": [[encode(k, handles=handles), encode(v, handles=handles)] for k, v in value.items()]}
+    if type(value) is torch.Tensor or (handles is None and isinstance(value, torch.Tensor)):
+        return _tensor_to_json(value)
+    if isinstance(value, torch.Generator):
+        return {"$generator": _tensor_to_json(value.get_state())}
+    if isinstance(value, torch.dtype):
+        return {"$dtype": str(value).removeprefix("torch.")}
+    if handles is not None:  # the worker: objects stay there, the judge gets a reference
+        if callable(value) or isinstance(value, torch.nn.Module):
+            handles[id(value)] = value
+            return {"$handle": [id(value), isinstance(value, torch.nn.Module)]}
+        return {"$opaque": type(value).__name__}
+    if isinstance(value, torch.nn.Module) and type(value).__module__.startswith("attnbook."):
+        return wire_module(value)
+    if hasattr(value, "__handle__"):  # the judge's proxy of a worker object goes back as a reference
+        return {"$handle": value.__handle__()}
+    if hasattr(value, "__wire__"):
+        path, kwargs = value.__wire__()
+        return {"$build": [path, encode(kwargs)]}
+    raise WireError(f"cannot send a {type(value).__name__} to the worker")
+
+
+def _build(path: str, kwargs: dict) -> object:
+    if not path.startswith("attnbook."):
+        raise WireError(f"refusing to build {path!r}: only attnbook objects cross")
+    module_name, _, name = path.rpartition(".")
+    obj = getattr(importlib.import_module(module_name), name)(
+        **{k: v for k, v in kwargs.items() if not k.startswith("$")})
+    if "$state" in kwargs:
+        obj.load_state_dict(kwargs["$state"])
+        obj.train(kwargs["$training"])
+    return obj
+
+
+def decode(data: object, *, handles: dict | None = None, remote=None) -> object:
+    """The inverse of :func:`encode`. The worker passes ``handles``; the judge passes ``remote``,
+    which turns ``[id, is_module]`` into its proxy for a worker object."""
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, list):
+        return [decode(v, handles=handles, remote=remote) for v in data]
+    if not isinstance(data, dict) or len(data) != 1:
+        raise WireError("malformed value")
+    (tag, body), = data.items()
+    if tag == "$tuple":
+        return tuple(decode(v, handles=handles, remote=remote) for v in body)
+    if tag == "$dict":
+        return {decode(k, handles=handles, remote=remote): decode(v, handles=handles, remote=remote)
+                for k, v in body}
+    if tag == "$tensor":
+        return _tensor_from_json(body)
+    if tag == "$generator":
+        g = torch.Generator()
+        g.set_state(_tensor_from_json(body["$tensor"]))
+        return g
+    if tag == "$dtype":
+        return _dtype(body)
+    if tag == "$build" and handles is not None:
+        path, kwargs = body
+        return _build(path, decode(kwargs, handles=handles))
+    if tag == "$handle" and remote is not None:
+        return remote(*body)
+    if tag == "$handle" and handles is not None:
+        if body[0] not in handles:
+            raise WireError("unknown handle")
+        return handles[body[0]]
+    if tag == "$opaque" and handles is None:
+        return Opaque(str(body))
+    raise WireError(f"unexpected {tag} here")
+
+
+# ------------------------------------------------------------------ frames
+
+
+def send(fd: int, message: dict) -> None:
+    """Write one frame to file descriptor ``fd``."""
+    body = json.dumps(message, allow_nan=True).encode()
+    view = memoryview(struct.pack("<Q", len(body)) + body)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the other side closed the pipe")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(fd: int) -> dict:
+    """Read one frame from ``fd``; :class:`WireError` if it is not a JSON object of a sane size."""
+    (n,) = struct.unpack("<Q", _read_exact(fd, 8))
+    if n > MAX_FRAME:
+        raise WireError(f"frame of {n} bytes refused")
+    try:
+        message = json.loads(_read_exact(fd, n))
+    except ValueError as err:
+        raise WireError(f"malformed frame: {err}") from None
+    if not isinstance(message, dict):
+        raise WireError("a frame must hold a JSON object")
+    return message

@@ -1,0 +1,204 @@
+"""The student's side of grading: run a submission's cells, then the calls the judge asks for.
+
+Started by the judge inside the sandbox as ``python -I _worker.py``, beside a
+copy of ``_wire.py``; it never sees the judge's code, the references of the
+part being judged, or any file of the course. The process imports torch once
+(the *host*), then forks one child per graded part:
+
+1. the child imports ``attnbook`` from sources the judge sends for that part
+   only, in which the part's references are stubs that raise (they are absent,
+   not hidden: no alias, clone, source file or reload brings them back), and
+   refuses the torch kernels the part names at the dispatcher;
+2. it runs the notebook's cells up to the part's test cell in an IPython shell
+   (a cell that raises does not stop the others, as in nbgrader);
+3. it answers the judge's calls: each one runs a student function on decoded
+   data and sends back the result, the arguments as they are afterwards (so
+   that changes in place show), torch's random state, warnings and errors;
+4. it exits when the judge ends the part; the host reports its exit status and
+   kills whatever processes it left.
+
+The protocol is :mod:`_wire`'s frames on the file descriptors that were stdin
+and stdout; the student's own output goes to /dev/null.
+"""
+
+import importlib.abc
+import importlib.util
+import os
+import signal
+import sys
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _wire  # noqa: E402
+import torch  # noqa: E402
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
+PROTOCOL_IN, PROTOCOL_OUT = os.dup(0), os.dup(1)
+_null = os.open(os.devnull, os.O_RDWR)
+for _fd in (0, 1, 2):
+    os.dup2(_null, _fd)
+
+MODULE_METHODS = {"eval", "train", "double", "float", "to", "requires_grad_", "zero_grad"}
+
+
+class Package(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports ``attnbook`` from the sources the judge sent (module name -> source)."""
+
+    def __init__(self, sources: dict, packages: list):
+        self.sources, self.packages = sources, set(packages)
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "attnbook":
+            if name not in self.sources:
+                return None
+            return importlib.util.spec_from_loader(name, self, is_package=name in self.packages)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(compile(self.sources[module.__name__], f"<{module.__name__}>", "exec"), module.__dict__)
+
+
+def refuse_kernels(names: list) -> object:
+    """Register a raising kernel for each aten operator in ``names`` (every route to it fails)."""
+    library = torch.library.Library("aten", "IMPL")
+    for name in names:
+        def refuse(*args, _name=name, **kwargs):
+            _wire.reference_called(f"torch's {_name} kernel")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            library.impl(name, refuse, "CompositeImplicitAutograd")
+    return library  # kept alive by the caller: the registration lasts as long as the object
+
+
+def trap_torch(paths: list) -> None:
+    """Replace torch functions (and every method of torch classes) named in ``paths`` by stubs."""
+    import importlib
+    import types
+
+    for path in paths:
+        module_name, _, attr = path.rpartition(".")
+        owner = importlib.import_module(module_name)
+        original = getattr(owner, attr)
+
+        def stub(*args, _path=path, **kwargs):
+            _wire.reference_called(_path)
+
+        if isinstance(original, type):
+            for key, value in list(vars(original).items()):
+                if isinstance(value, types.FunctionType):
+                    setattr(original, key, stub)
+        else:
+            setattr(owner, attr, stub)
+
+
+def _error(err: BaseException) -> dict:
+    message = str(err)
+    memory = isinstance(err, MemoryError) or "can't allocate memory" in message
+    return {"type": type(err).__name__, "message": message[:2000], "memory": memory,
+            "reference": message if isinstance(err, _wire.ReferenceCalled) else None,
+            "not_implemented": isinstance(err, NotImplementedError)}
+
+
+def _gradients(result, args) -> dict:
+    """For a scalar result with a graph: its gradient with respect to each argument that requires grad."""
+    inputs = {i: a for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad}
+    if not (inputs and type(result) is torch.Tensor and result.dim() == 0 and result.grad_fn is not None):
+        return {}
+    grads = torch.autograd.grad(result, list(inputs.values()), allow_unused=True)
+    return {str(i): _wire.encode(g) for i, g in zip(inputs, grads) if g is not None}
+
+
+def _module_op(obj, op: str, args: list):
+    if op == "$parameters":
+        return [[name, list(p.shape)] for name, p in torch.nn.Module.named_parameters(obj)]
+    if op == "$load":
+        params = dict(torch.nn.Module.named_parameters(obj))
+        with torch.no_grad():
+            for name, value in args[0].items():
+                params[name].copy_(value)
+        return None
+    return getattr(torch.nn.Module, op)(obj, *args)
+
+
+def call(request: dict, handles: dict) -> dict:
+    """Run one call the judge asked for and describe what happened."""
+    target = handles[request["target"]]
+    args = _wire.decode(request["args"], handles=handles)
+    kwargs = _wire.decode(request["kwargs"], handles=handles)
+    torch.set_rng_state(_wire.decode(request["rng"]))
+    method = request["method"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if method is not None and (method in MODULE_METHODS or method.startswith("$")):
+                result = _module_op(target, method, args)
+            else:
+                result = (target if method is None else getattr(target, method))(*args, **kwargs)
+            reply = {"result": _wire.encode(result, handles=handles), "grads": _gradients(result, args)}
+        except BaseException as err:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are the student's too
+            return {"error": _error(err)}
+    reply.update(args=_wire.encode(list(args), handles=handles), kwargs=_wire.encode(kwargs, handles=handles),
+                 rng=_wire.encode(torch.get_rng_state()),
+                 warnings=sorted({str(w.message) for w in caught}))
+    return reply
+
+
+def _tamper_marks() -> dict:
+    import builtins
+    return {"torch": {n: id(getattr(torch, n, None)) for n in ("allclose", "equal", "softmax", "randn", "Tensor")},
+            "builtins": {n: id(getattr(builtins, n, None)) for n in ("print", "isinstance", "type", "__import__")}}
+
+
+def serve_part(part: dict) -> None:
+    """One graded part, in a forked child: import, run the cells, answer calls until the judge ends."""
+    os.setpgid(0, 0)
+    torch.set_num_threads(1)
+    sys.meta_path.insert(0, Package(part["package"], part["packages"]))
+    kernels = refuse_kernels(part["kernels"])  # noqa: F841 - must stay alive
+    trap_torch(part["torch"])
+    before = _tamper_marks()
+    shell = InteractiveShell.instance()
+    for source in part["cells"]:
+        shell.run_cell(source, store_history=False)
+    handles: dict = {}
+    names = {name: _wire.encode(shell.user_ns.get(name), handles=handles) for name in part["names"]}
+    after = _tamper_marks()
+    flags = [f"changes {group}" for group in before if before[group] != after[group]]
+    _wire.send(PROTOCOL_OUT, {"ready": names, "flags": flags, "called": sorted(set(_wire.CALLED))})
+    while True:
+        request = _wire.receive(PROTOCOL_IN)
+        if request.get("op") != "call":
+            _wire.send(PROTOCOL_OUT, {"bye": True, "called": sorted(set(_wire.CALLED))})
+            return
+        _wire.send(PROTOCOL_OUT, call(request, handles))
+
+
+def main() -> None:
+    """The host: fork a child per part the judge sends, report how it ended."""
+    while True:
+        try:
+            part = _wire.receive(PROTOCOL_IN)
+        except EOFError:
+            return
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                serve_part(part)
+            except BaseException:  # noqa: BLE001 - reported to the judge as an exit status
+                code = 70
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        try:
+            os.killpg(pid, signal.SIGKILL)  # whatever the part left running
+        except ProcessLookupError:
+            pass
+        _wire.send(PROTOCOL_OUT, {"exit": os.waitstatus_to_exitcode(status)})
+
+
+if __name__ == "__main__":
+    main()

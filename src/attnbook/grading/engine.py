@@ -1,0 +1,123 @@
+"""The check engine: a graded part is a :class:`Part`, its inputs are :class:`Case` s, one pipeline scores them.
+
+A chapter describes each graded part of its notebook in a short module::
+
+    CHECK = Part(
+        name="check_masks",
+        visible=(Case("causal, T = 4", _causal(4)),),
+        hidden=(Case("padding id 7", _padding(7, pad_id=7)), ...),
+        check=_check,                 # _check(causal_fn, padding_fn) -> check_one(*case args)
+        forbidden=("attnbook.attention.causal_mask", ...),
+        kernels=(),                   # aten operators refused while the part is judged
+    )
+    check_masks = CHECK               # the name the notebook's test cell calls
+
+Called in a notebook, ``check_masks(causal_mask, padding_mask)`` runs the
+visible cases and raises :class:`CheckFailed` at the first failure;
+``check_masks(..., points=2)`` runs every case and returns the points earned
+(partial credit by the cases' weights), raising when nothing passed. The same
+object is what the judge runs on proxies of the worker's objects, with
+``forbidden`` removed from the worker's copy of attnbook and ``kernels``
+refused there. A ``check_one`` compares outputs with the reference and names
+known mistakes with :func:`diagnose`; the steps every part repeats live in
+:mod:`.steps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ._compare import close, verify_toolkit
+from ._core import FORBIDDEN
+from .errors import CheckFailed
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input the checker tries: a concept for grouping, a seeded maker of the arguments, a weight."""
+
+    group: str  # a concept, e.g. "masks"; a failing group is reported once
+    make: Callable[[], tuple]  # returns the arguments of the case (seeded: the same every time)
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong answer: what to tell the student, and how to compute it from the reference's pieces."""
+
+    message: str
+    compute: Callable[..., torch.Tensor]  # the wrong output, from the same arguments as the case
+
+
+def diagnose(got: torch.Tensor, mistakes: Iterable[Mistake], args: Sequence, fallback: str,
+             dtype: torch.dtype = torch.float32) -> CheckFailed:
+    """The failure to raise for a wrong output: the first mistake it matches, else ``fallback``."""
+    for mistake in mistakes:
+        variant = mistake.compute(*args)
+        if variant is not None and close(got.detach().double(), variant.double(), dtype):
+            return CheckFailed(mistake.message)
+    return CheckFailed(fallback)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One graded part: its cases, how one case is checked, and what is out of the student's reach."""
+
+    name: str  # the public check name that the test cell calls
+    visible: tuple[Case, ...]  # the cases a student's visible check runs
+    hidden: tuple[Case, ...]  # added when grading
+    check: Callable[..., Callable[..., None]]  # check(*students) -> check_one(*case arguments)
+    forbidden: tuple[str, ...] = ()  # attnbook and torch names the student's code may not reach
+    kernels: tuple[str, ...] = ()  # aten operators refused in the worker (torch's own fused kernels)
+
+    @property
+    def __name__(self) -> str:  # noqa: A003 - test cells import the part under this name
+        return self.name
+
+    def __call__(self, *students: object, points: float | None = None) -> float | None:
+        token = FORBIDDEN.set(self.forbidden)
+        try:
+            cases = self.visible if points is None else self.visible + self.hidden
+            return score_cases(cases, self.check(*students), points)
+        finally:
+            FORBIDDEN.reset(token)
+
+
+def score_cases(cases: Iterable[Case], check_one: Callable[..., None], points: float | None) -> float | None:
+    """Run ``check_one(*case.make())`` on every case and turn the results into a grade.
+
+    ``points=None`` (the visible check): stop at the first failure and raise
+    it; return ``None`` when everything passes. With ``points`` (the hidden
+    test): run every case, report each failing group once, and return the
+    points earned, ``points`` times the passed share of the weights, so that
+    nbgrader gives partial credit. A score of zero raises instead of returning
+    0, so a check never fails silently.
+    """
+    verify_toolkit()
+    cases = list(cases)
+    if not cases:
+        raise ValueError("no cases to check")
+    if points is None:
+        for case in cases:
+            check_one(*case.make())
+        print(f"All {len(cases)} visible checks passed.")
+        return None
+    earned, total, failures = 0.0, 0.0, {}
+    for case in cases:
+        total += case.weight
+        try:
+            check_one(*case.make())
+            earned += case.weight
+        except CheckFailed as err:
+            failures.setdefault(case.group, str(err))
+    if not failures:
+        print(f"All {len(cases)} checks passed.")
+        return float(points)
+    report = "\n".join(f"- {group}: {msg}" for group, msg in failures.items())
+    if earned == 0:
+        raise CheckFailed(f"no check passed:\n{report}")
+    print(f"Some checks failed:\n{report}")
+    return round(points * earned / total, 2)

@@ -1,0 +1,33 @@
+"""Steps that many parts' ``check_one`` share: snapshots against changes in place, result shapes.
+
+Chapters add a step here when a second part needs it (never a copy in a chapter).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._compare import require_tensor
+from .errors import CheckFailed
+
+
+def snapshot(*values: object) -> list:
+    """Copies of the tensors and lists among ``values``, to compare after the student's code ran."""
+    return [v.detach().clone() if isinstance(v, torch.Tensor) else list(v) if isinstance(v, list) else v
+            for v in values]
+
+
+def require_unchanged(before: list, *values: object, message: str) -> None:
+    """Raise ``message`` if any tensor or list among ``values`` differs from its snapshot ``before``."""
+    for old, new in zip(before, values):
+        same = torch.equal(old, new.detach()) if isinstance(new, torch.Tensor) else old == new
+        if not same:
+            raise CheckFailed(message)
+
+
+def require_pair(result: object, what: str, names: tuple[str, str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``result`` as two plain tensors, or a failure saying that ``what`` returns the pair ``names``."""
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise CheckFailed(f"{what} should return a pair ({names[0]}, {names[1]})")
+    return (require_tensor(result[0], f"{names[0]} (the first value returned)"),
+            require_tensor(result[1], f"{names[1]} (the second value returned)"))
