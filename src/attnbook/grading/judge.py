@@ -1,0 +1,191 @@
+"""The judge: grade one submitted notebook with its code in a sandboxed worker and the checks here.
+
+The judge is a clean process: it never imports or runs the student's code. It
+reads what to grade from the *source* notebook (``solutions/``): each test
+cell is parsed (never executed) into the calls it makes — its check, the
+names of the student's objects, its points. For every graded part it
+
+1. sends the worker the notebook's cells up to that test cell (the
+   student's cells and added cells as submitted, locked cells as released)
+   and a copy of attnbook in which the part's ``forbidden`` references are
+   stubs that raise (:func:`package_sources`);
+2. runs the check here on proxies of the student's objects, exactly as the
+   test cell would (the visible call, then the hidden one), capturing what the
+   check prints as the part's feedback;
+3. takes the score from the check's return value only: the points when the
+   check passes, its partial credit, 0 when it raises — capped at the cell's
+   points; a crash of the worker or of the check costs that part only.
+
+>>> [(c.check.name, c.names, c.points) for c in parse_test_cell(
+...     "from attnbook.grading.transformer import check_masks\\n"
+...     "check_masks(causal_mask, padding_mask)\\ncheck_masks(causal_mask, padding_mask, points=2)")]
+[('check_masks', ('causal_mask', 'padding_mask'), None), ('check_masks', ('causal_mask', 'padding_mask'), 2)]
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import importlib
+import io
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import sandbox
+from ._remote import Worker, WorkerGone
+from .engine import Part
+from .errors import CheckFailed
+
+PACKAGE = Path(importlib.import_module("attnbook").__file__).parent
+# What the worker's attnbook keeps of attnbook.grading: no check, no reference copy.
+_GRADING_KEPT = {"__init__.py", "errors.py", "fixtures.py"}
+
+
+@dataclass(frozen=True)
+class TestCall:
+    """One call in a test cell: ``check(*names, points=points)``."""
+
+    check: Part
+    names: tuple[str, ...]
+    points: float | None
+
+
+def parse_test_cell(source: str) -> list[TestCall]:
+    """The check calls of a test cell; :class:`ValueError` for any other kind of statement."""
+    imported, calls = {}, []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attnbook.grading"):
+            for alias in node.names:
+                imported[alias.asname or alias.name] = getattr(importlib.import_module(node.module), alias.name)
+            continue
+        call = node.value if isinstance(node, ast.Expr) else None
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in imported
+                and all(isinstance(a, ast.Name) for a in call.args)
+                and all(k.arg == "points" and isinstance(k.value, ast.Constant) for k in call.keywords)):
+            points = call.keywords[0].value.value if call.keywords else None
+            calls.append(TestCall(imported[call.func.id], tuple(a.id for a in call.args), points))
+            continue
+        raise ValueError(f"a test cell may only import checks and call them (line {node.lineno})")
+    if not calls or not all(isinstance(c.check, Part) for c in calls):
+        raise ValueError("a test cell must call a check (an attnbook.grading Part)")
+    return calls
+
+
+# ---------------------------------------------------------- worker's attnbook
+
+
+def _stub(path: str) -> list[ast.stmt]:
+    return ast.parse(f"import _wire\n_wire.reference_called({path!r})").body
+
+
+def _strip(source: str, module: str, names: set[str]) -> str:
+    """``source`` with the functions and classes ``names`` reduced to stubs that raise."""
+    tree, found = ast.parse(source), set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+            node.body, node.decorator_list = _stub(f"{module}.{node.name}"), []
+            found.add(node.name)
+        elif isinstance(node, ast.ClassDef) and node.name in names:
+            node.body = [ast.Pass()] + [
+                item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            for item in node.body[1:]:
+                item.body, item.decorator_list = _stub(f"{module}.{node.name}"), []
+            found.add(node.name)
+    if names - found:
+        raise ValueError(f"forbidden names not defined in {module}: {sorted(names - found)}")
+    return ast.unparse(tree)
+
+
+@functools.cache
+def package_sources(forbidden: tuple[str, ...]) -> tuple[dict, list]:
+    """attnbook as the worker gets it for a part: (module name -> source, package names)."""
+    by_module: dict[str, set[str]] = {}
+    for path in forbidden:
+        if path.startswith("attnbook."):
+            module, _, name = path.rpartition(".")
+            by_module.setdefault(module, set()).add(name)
+    sources, packages = {}, []
+    for file in sorted(PACKAGE.rglob("*.py")):
+        rel = file.relative_to(PACKAGE.parent).with_suffix("")
+        if rel.parts[1:2] == ("grading",) and (len(rel.parts) > 3 or file.name not in _GRADING_KEPT):
+            continue
+        name = ".".join(rel.parts[:-1] if file.name == "__init__.py" else rel.parts)
+        if file.name == "__init__.py":
+            packages.append(name)
+        source = file.read_text()
+        sources[name] = _strip(source, name, by_module.pop(name)) if name in by_module else source
+    if by_module:
+        raise ValueError(f"forbidden names in unknown modules: {sorted(by_module)}")
+    return sources, packages
+
+
+# ----------------------------------------------------------------- grading
+
+
+@dataclass
+class Result:
+    """One graded part: its score, its maximum and the check's words."""
+
+    score: float
+    max_score: float
+    message: str
+
+
+def judge_part(worker: Worker, cells: list[str], calls: list[TestCall], max_score: float) -> Result:
+    """Grade one test cell: start its part in the worker, run its calls here on proxies."""
+    forbidden = tuple(sorted({name for c in calls for name in c.check.forbidden}))
+    kernels = sorted({k for c in calls for k in c.check.kernels})
+    names = sorted({n for c in calls for n in c.names})
+    out = io.StringIO()
+    score = 0.0
+    with contextlib.redirect_stdout(out):
+        try:
+            students = worker.start_part(package_sources(forbidden), cells, names, kernels,
+                                         [f for f in forbidden if not f.startswith("attnbook.")])
+            value = None
+            for call in calls:
+                value = call.check(*(students[n] for n in call.names), points=call.points)
+            score = max_score if value is None else min(max(float(value), 0.0), max_score)
+        except CheckFailed as err:
+            print(err)
+        except WorkerGone as gone:
+            worker.statuses.append(str(gone))
+            print(f"This part could not be graded: {gone}.")
+        except Exception as err:  # noqa: BLE001 - a check that cannot handle what came back: this part only
+            worker.statuses.append("review: the checker failed on a part")
+            print(f"The checker could not handle what your code returned ({type(err).__name__}).")
+        finally:
+            worker.end_part()
+    return Result(round(score, 2), float(max_score), out.getvalue().strip())
+
+
+def grade_cells(plan: list, hidden: list[Path]) -> tuple[dict[str, Result], list[str]]:
+    """Grade a submission given as ``plan``: a list of ("cell", source) and ("test", grade_id, source, points).
+
+    Returns grade_id -> :class:`Result` and the status notes.
+    """
+    with tempfile.TemporaryDirectory(prefix="attnbook-sandbox-") as workdir:
+        sandbox.prepare(Path(workdir))
+        command, cwd = sandbox.worker_command(Path(workdir), hidden)
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "HOME": workdir,
+               "IPYTHONDIR": f"{workdir}/.ipython"}
+        worker = Worker(command, cwd=cwd, env=env, part_timeout=sandbox.limits()["part_seconds"],
+                        preexec=sandbox.apply_limits)
+        results, cells = {}, []
+        try:
+            for step in plan:
+                if step[0] == "cell":
+                    cells.append(step[1])
+                    continue
+                _, grade_id, source, points = step
+                results[grade_id] = judge_part(worker, list(cells), parse_test_cell(source), points)
+        finally:
+            worker.close()
+    statuses = list(dict.fromkeys(worker.statuses))
+    if worker.called:
+        statuses.append("review: calls a forbidden reference")
+    return results, statuses

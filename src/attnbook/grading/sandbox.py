@@ -1,0 +1,84 @@
+"""The sandbox a submission's worker runs in: bubblewrap when it works here, resource limits always.
+
+With bubblewrap (Debian's ``bubblewrap``), the worker sees the machine
+read-only, with the course folder, the grading state and attnbook's own
+source hidden behind empty folders (the virtual environment is shown again,
+read-only), a private ``/tmp``, no network, its own process and user
+namespaces (it runs as ``nobody``), and no capabilities; when it ends, every
+process it started ends with it. Without bubblewrap, only the limits and the
+process group apply: say so where grades are reported (:func:`isolation`).
+
+Limits (environment variables, for the whole worker):
+``ATTNBOOK_GRADING_MEMORY_GIB`` (address space, default 4),
+``ATTNBOOK_GRADING_CPU_SECONDS`` (per part, default 300),
+``ATTNBOOK_GRADING_PART_SECONDS`` (wall clock per part, default 120).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SANDBOX = "/tmp/sandbox"  # the worker's folder, as it sees it
+
+
+def limits() -> dict[str, float]:
+    return {
+        "memory_gib": float(os.environ.get("ATTNBOOK_GRADING_MEMORY_GIB", 4)),
+        "cpu_seconds": float(os.environ.get("ATTNBOOK_GRADING_CPU_SECONDS", 300)),
+        "part_seconds": float(os.environ.get("ATTNBOOK_GRADING_PART_SECONDS", 120)),
+    }
+
+
+def apply_limits() -> None:
+    """In the worker before it starts (``preexec_fn``): memory, CPU time, file size, no core dumps."""
+    lim = limits()
+    memory = int(lim["memory_gib"] * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    cpu = int(lim["cpu_seconds"])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2**28, 2**28))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+@functools.cache
+def isolation() -> str:
+    """``"bubblewrap"`` if it runs here, else ``"none"`` (limits and process group only)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None or os.environ.get("ATTNBOOK_GRADING_SANDBOX") == "none":
+        return "none"
+    probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "--uid", "65534",
+                            "--die-with-parent", "true"], capture_output=True)
+    return "bubblewrap" if probe.returncode == 0 else "none"
+
+
+def worker_command(workdir: Path, hidden: list[Path], python: str = sys.executable) -> tuple[list[str], str]:
+    """(command, cwd) that starts ``workdir/_worker.py`` in the sandbox, with ``hidden`` folders emptied."""
+    if isolation() == "none":
+        return [python, "-I", str(workdir / "_worker.py")], str(workdir)
+    venv = Path(sys.prefix)
+    cmd = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for folder in hidden:
+        if folder.exists():
+            cmd += ["--tmpfs", str(folder)]
+            if venv.is_relative_to(folder):
+                cmd += ["--ro-bind", str(venv), str(venv)]
+    cmd += ["--bind", str(workdir), SANDBOX, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", SANDBOX,
+            "--setenv", "HOME", SANDBOX, "--setenv", "TMPDIR", SANDBOX, "--setenv", "IPYTHONDIR", f"{SANDBOX}/.ipython",
+            "--", python, "-I", f"{SANDBOX}/_worker.py"]
+    return cmd, "/"
+
+
+def prepare(workdir: Path) -> None:
+    """Put the worker's two files in ``workdir`` (nothing else of the course goes there)."""
+    here = Path(__file__).parent
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name in ("_worker.py", "_wire.py"):
+        shutil.copyfile(here / name, workdir / name)
+    os.chmod(workdir, 0o777)  # the worker runs as nobody
