@@ -8,6 +8,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+JOBS   ?= $(shell nproc 2>/dev/null || echo 1)
 STATE  ?= .
 
 .PHONY: install data book test release grade report grader-check clean
@@ -38,18 +39,19 @@ release: install
 	$(PY) autograder/course.py release
 
 grade: install
-	$(PY) autograder/course.py grade $(SUBMISSIONS)
+	$(PY) autograder/course.py grade --jobs $(JOBS) $(SUBMISSIONS)
 
 # The class report of a graded state folder: STATE/report/index.html.
 report: install
 	$(PY) autograder/report.py --state $(STATE)
 
-# Grade the catalogue of right and wrong answers and compare with the expected grades.
+# Grade the catalogue of right, wrong and hostile answers (in the sandbox, JOBS at once) and check every grade.
 grader-check: install
 	rm -rf _build/grader-check
-	$(PY) autograder/fixtures/answers.py _build/grader-check/submissions
-	$(PY) autograder/course.py --state _build/grader-check grade _build/grader-check/submissions
-	diff -u autograder/fixtures/expected_grades.csv _build/grader-check/grades.csv && echo "grades as expected"
+	$(PY) autograder/fixtures/catalogue.py build _build/grader-check/submissions
+	ATTNBOOK_GRADING_PART_SECONDS=30 $(PY) autograder/course.py --state _build/grader-check grade --jobs $(JOBS) \
+		_build/grader-check/submissions
+	$(PY) autograder/fixtures/catalogue.py check _build/grader-check/grades.csv
 
 clean:
-	rm -rf _build _release submitted autograded feedback gradebook.db grades.csv
+	rm -rf _build _release submitted autograded feedback results report gradebook.db grades.csv grading.log

@@ -18,14 +18,19 @@ feedback, gradebook.db) in DIR instead of the repository root.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import csv
 import filecmp
+import functools
+import json
+import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -53,12 +58,14 @@ class Nbgrader:
     def __init__(self, state: Path):
         self.state = state.resolve()
         self.state.mkdir(parents=True, exist_ok=True)
+        # A class on a server database sets ATTNBOOK_GRADEBOOK; otherwise a SQLite file in the state folder.
+        self.db_url = os.environ.get("ATTNBOOK_GRADEBOOK") or f"sqlite:///{self.state / 'gradebook.db'}"
         self.options = [
             f"--CourseDirectory.release_directory={self.state / '_release'}",
             f"--CourseDirectory.submitted_directory={self.state / 'submitted'}",
             f"--CourseDirectory.autograded_directory={self.state / 'autograded'}",
             f"--CourseDirectory.feedback_directory={self.state / 'feedback'}",
-            f"--CourseDirectory.db_url=sqlite:///{self.state / 'gradebook.db'}",
+            f"--CourseDirectory.db_url={self.db_url}",
         ]
 
     def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -106,14 +113,8 @@ def release(state: Path, check: bool) -> int:
 # -------------------------------------------------------------------- grade
 
 
-def _flags(notebook: Path) -> list[str]:
+def _flags(nb) -> list[str]:
     """Names of suspicious patterns in the code cells the student could edit."""
-    import nbformat
-
-    try:
-        nb = nbformat.read(notebook, as_version=4)
-    except Exception:  # unreadable: autograde will report it
-        return []
     code = "\n".join(
         c.source for c in nb.cells
         if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution", False)
@@ -121,31 +122,129 @@ def _flags(notebook: Path) -> list[str]:
     return [name for name, pattern in _SUSPICIOUS.items() if pattern.search(code)]
 
 
-def _cell_scores(db_url: str, assignment: str, student: str) -> dict[str, float]:
+def _grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def _test_cells(nb) -> dict[str, object]:
+    return {_grade_id(c): c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+
+
+def plan(source, released, submitted) -> tuple[list, list[str]]:
+    """What the judge runs, in order: the source's cells with the student's answers in them.
+
+    Solution cells come from the submission (the released stub if it lost
+    one), locked cells from the source, cells the student added after the
+    labelled cell they follow; each test cell is a ("test", grade_id, source,
+    points) step. Also returns the status notes (an edited or deleted test cell).
+    """
+    theirs = {_grade_id(c): c for c in submitted.cells if _grade_id(c)}
+    stubs = {_grade_id(c): c for c in released.cells if _grade_id(c)}
+    added: dict[str | None, list[str]] = {}
+    previous = None
+    for cell in submitted.cells:
+        if _grade_id(cell):
+            previous = _grade_id(cell)
+        elif cell.cell_type == "code":
+            added.setdefault(previous, []).append(cell.source)
+    steps = [("cell", s) for s in added.get(None, [])]
+    notes = []
+    for cell in source.cells:
+        gid, meta = _grade_id(cell), cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade"):
+            if gid not in theirs or theirs[gid].source != stubs[gid].source:
+                notes.append(f"review: test cell edited or deleted ({gid}); graded with the original")
+            steps.append(("test", gid, cell.source, float(meta["points"])))
+        elif cell.cell_type == "code":
+            steps.append(("cell", (theirs.get(gid) or stubs[gid]).source if meta.get("solution") else cell.source))
+        steps += [("cell", s) for s in added.get(gid, [])] if gid else []
+    return steps, notes
+
+
+def _read_submission(path: Path):
+    """(notebook or None, status): a missing or unreadable notebook is reported, never fatal."""
+    import nbformat
+
+    if not path.exists():
+        return None, "not graded: notebook missing"
+    try:
+        return nbformat.reads(path.read_text(errors="replace"), as_version=4), None
+    except Exception:  # noqa: BLE001 - any malformed file
+        return None, "not graded: notebook is not valid JSON"
+
+
+def _grade_one(job: tuple[str, str, str]) -> dict:
+    """Grade one submission (in a judge process forked from the parent); returns its results."""
+    import nbformat
+
+    from attnbook.grading import judge
+
+    student, assignment, state = job
+    state = Path(state)
+    cells = {gid: float(c.metadata["nbgrader"]["points"]) for gid, c in _test_cells(_source(assignment)).items()}
+    nb, status = _read_submission(state / "submitted" / student / assignment / NOTEBOOK)
+    parts, statuses = {}, [status] if status else []
+    if nb is not None:
+        steps, statuses = plan(_source(assignment), nbformat.read(CHAPTERS / assignment / NOTEBOOK, 4), nb)
+        results, notes = judge.grade_cells(steps, hidden=_hidden(state))
+        statuses += notes + [f"review: {f}" for f in _flags(nb)]
+        parts = {gid: vars(r) for gid, r in results.items()}
+    for gid, points in cells.items():
+        parts.setdefault(gid, {"score": 0.0, "max_score": points, "message": "not graded"})
+    return {"student": student, "assignment": assignment, "status": "; ".join(statuses) or "ok", "parts": parts}
+
+
+@functools.cache
+def _source(assignment: str):
+    import nbformat
+
+    return nbformat.read(SOLUTIONS / assignment / NOTEBOOK, as_version=4)
+
+
+def _hidden(state: Path) -> list[Path]:
+    """Folders the sandbox hides: the course, the grading state, attnbook's source, nbgrader's exchange."""
+    import attnbook
+
+    return [ROOT, state.resolve(), Path(attnbook.__file__).resolve().parent, Path("/srv/nbgrader")]
+
+
+def _feedback_notebook(nb, results: dict, released):
+    """The submission as the autograded notebook: test cells as released, each with the judge's words."""
+    import nbformat
+
+    stubs = _test_cells(released)
+    out = nbformat.v4.new_notebook(metadata=nb.metadata)
+    for cell in nb.cells:
+        cell = nbformat.from_dict(cell)
+        gid = _grade_id(cell)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            if gid in results:
+                cell.source = stubs[gid].source
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=results[gid]["message"] + "\n")]
+        out.cells.append(cell)
+    return out
+
+
+def _record(db_url: str, result: dict) -> None:
+    """Write one submission's scores into the gradebook (the judge's numbers only)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(db_url) as gb:
+    student, assignment = result["student"], result["assignment"]
+    with warnings.catch_warnings(), Gradebook(db_url) as gb:
+        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's sessions
+        gb.update_or_create_student(student)
         try:
-            nb = gb.find_submission_notebook(Path(NOTEBOOK).stem, assignment, student)
+            gb.find_submission(assignment, student)
         except MissingEntry:
-            return {}
-        return {g.name: g.score for g in nb.grades}
+            gb.add_submission(assignment, student)
+        for gid, part in result["parts"].items():
+            grade = gb.find_grade(gid, Path(NOTEBOOK).stem, assignment, student)
+            grade.auto_score, grade.manual_score = part["score"], None
+        gb.db.commit()
 
 
-def _grade_cells(db_url: str, assignment: str) -> dict[str, float]:
-    """grade_id -> points of the assignment's graded cells, in the order of the notebook."""
-    import nbformat
-    from nbgrader.api import Gradebook
-
-    source = nbformat.read(SOLUTIONS / assignment / NOTEBOOK, as_version=4)
-    order = [c.metadata.get("nbgrader", {}).get("grade_id") for c in source.cells]
-    with Gradebook(db_url) as gb:
-        nb = gb.find_notebook(Path(NOTEBOOK).stem, assignment)
-        cells = sorted(nb.grade_cells, key=lambda c: order.index(c.name))
-        return {cell.name: cell.max_score for cell in cells}
-
-
-def grade(submissions: Path | None, state: Path, out: Path) -> int:
+def grade(submissions: Path | None, state: Path, out: Path, jobs: int) -> int:
     nbgrader = Nbgrader(state)
     submitted = nbgrader.state / "submitted"
     if submissions is not None:
@@ -161,49 +260,71 @@ def grade(submissions: Path | None, state: Path, out: Path) -> int:
     if not pairs:
         print(f"nothing to grade: expected {submitted}/<student>/<assignment>/{NOTEBOOK}", file=sys.stderr)
         return 2
-    db_url = f"sqlite:///{nbgrader.state / 'gradebook.db'}"
+    out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
+    import nbformat
+
+    from attnbook.grading import judge
+
+    for assignment in sorted({a for _, a in pairs}):
+        nbgrader.generate(assignment)  # records the grade cells in the gradebook
+        for cell in _test_cells(_source(assignment)).values():
+            judge.parse_test_cell(cell.source)  # imports every check once, before the judges fork
+    jobs_list = [(s, a, str(nbgrader.state)) for s, a in pairs]
+    if jobs > 1:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            results = list(pool.map(_grade_one, jobs_list))
+    else:
+        results = [_grade_one(job) for job in jobs_list]
+    for result in results:
+        student, assignment = result["student"], result["assignment"]
+        target = nbgrader.state / "results" / student / f"{assignment}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        _record(nbgrader.db_url, result)
+        nb, _ = _read_submission(submitted / student / assignment / NOTEBOOK)
+        if nb is not None:
+            graded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
+            graded.parent.mkdir(parents=True, exist_ok=True)
+            released = nbformat.read(CHAPTERS / assignment / NOTEBOOK, 4)
+            nbformat.write(_feedback_notebook(nb, result["parts"], released), graded)
     log = nbgrader.state / "grading.log"
-    failed: dict[str, set[str]] = {}
     with open(log, "w") as fh:
         for assignment in sorted({a for _, a in pairs}):
-            nbgrader.generate(assignment)  # records the grade cells in the gradebook
-            # One process per step; nbgrader runs each student's notebook in its own kernel
-            # and carries on past a student whose notebook fails.
-            for step in ("autograde", "generate_feedback"):
-                done = nbgrader(step, assignment, "--force", check=False)
-                fh.write(f"$ nbgrader {step} {assignment}\n{done.stdout}{done.stderr}\n")
-            failed[assignment] = {
-                s for s, a in pairs if a == assignment
-                and not (nbgrader.state / "autograded" / s / a / NOTEBOOK).exists()
-            }
-    # One column per graded cell: the assignments in order, each one's cells in the notebook's order.
-    cells_of = {a: _grade_cells(db_url, a) for a in sorted({a for _, a in pairs})}
-    columns = [name for cells in cells_of.values() for name in cells]
+            done = nbgrader("generate_feedback", assignment, "--force", check=False)
+            fh.write(f"$ nbgrader generate_feedback {assignment}\n{done.stdout}{done.stderr}\n")
+    write_csv(results, out)
+    print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'} (sandbox: {_isolation()})")
+    return 0
+
+
+def _isolation() -> str:
+    from attnbook.grading import sandbox
+
+    return sandbox.isolation()
+
+
+def write_csv(results: list[dict], out: Path) -> None:
+    """grades.csv: a row per submission, a column per graded cell (assignments in order, cells in notebook order)."""
+    columns = {a: list(_test_cells(_source(a))) for a in sorted({r["assignment"] for r in results})}
     rows = []
-    for student, assignment in pairs:
-        cells = cells_of[assignment]
-        status = []
-        if student in failed[assignment]:
-            status.append(f"not graded: the notebook could not be run to the end (see {log.name})")
-            scores = {}
-        else:
-            scores = _cell_scores(db_url, assignment, student)
-        status += [f"review: {f}" for f in _flags(submitted / student / assignment / NOTEBOOK)]
-        row = {"student": student, "assignment": assignment}
-        row.update({name: round(scores.get(name) or 0.0, 2) for name in cells})
-        row["score"] = round(sum(row[name] for name in cells), 2)
-        row["max_score"] = sum(cells.values())
-        row["status"] = "; ".join(status) or "ok"
+    for result in results:
+        cells = columns[result["assignment"]]
+        row = {"student": result["student"], "assignment": result["assignment"]}
+        row.update({gid: round(result["parts"][gid]["score"], 2) for gid in cells})
+        row["score"] = round(sum(row[gid] for gid in cells), 2)
+        row["max_score"] = sum(result["parts"][gid]["max_score"] for gid in cells)
+        row["status"] = result["status"]
         rows.append(row)
-        print(f"{student:>20} {assignment}: {row['score']:g}/{row['max_score']:g}  {row['status']}")
+        print(f"{row['student']:>20} {row['assignment']}: {row['score']:g}/{row['max_score']:g}  {row['status']}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    fields = ["student", "assignment", *columns, "score", "max_score", "status"]
-    with open(out, "w", newline="") as fh:
+    fields = ["student", "assignment", *[c for cells in columns.values() for c in cells], "score", "max_score", "status"]
+    tmp = out.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields, restval="")
         writer.writeheader()
         writer.writerows(rows)
-    print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'}")
-    return 0
+    tmp.replace(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,10 +336,11 @@ def main(argv: list[str] | None = None) -> int:
     gr = sub.add_parser("grade", help="autograde, feedback and grades.csv")
     gr.add_argument("submissions", type=Path, nargs="?", help="<student>/<assignment>/*.ipynb (default: submitted/)")
     gr.add_argument("--out", type=Path, default=None, help="CSV path (default: STATE/grades.csv)")
+    gr.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
     args = parser.parse_args(argv)
     if args.command == "release":
         return release(args.state, args.check)
-    return grade(args.submissions, args.state, args.out or args.state / "grades.csv")
+    return grade(args.submissions, args.state, args.out or args.state / "grades.csv", max(1, args.jobs))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""Grade an exercise notebook in-process, as nbgrader would, for the fast grader tests.
+"""Grade an exercise notebook in-process, as the test cells would, for the fast grader tests.
 
-Each chapter's ``test_grading*.py`` describes its notebook with an
-:class:`Exercise` (grade_id of each test cell -> its check, the solution cell
-that defines what it grades, and those objects' names) and uses it to grade the
-solution, the released stub and every catalogued answer of
-``autograder/fixtures/answers*.py`` without starting a kernel. The same
-catalogue goes through nbgrader itself in ``test_autograder.py``.
+Each chapter's ``test_grading_*.py`` makes an :class:`Exercise` of its
+assignment; the grade_id -> check map comes from the solution notebook's test
+cells, parsed as the judge parses them. It grades the solution, the released
+stub and every catalogued answer of ``autograder/fixtures/answers/`` without
+starting a kernel or a sandbox; the same catalogue, hostile students
+included, goes through the sandboxed judge in ``test_autograder.py``.
 
 Load it with :func:`load` (the tests run with ``--import-mode=importlib``, so
 ``tests/`` is not on ``sys.path``).
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import nbformat
 
-from attnbook.grading._core import CheckFailed
+from attnbook.grading import judge
+from attnbook.grading.errors import CheckFailed
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "exercises.ipynb"
@@ -35,7 +36,7 @@ def load(path: Path, name: str):
     return module
 
 
-answers = load(ROOT / "autograder" / "fixtures" / "answers.py", "answers")
+answers = load(ROOT / "autograder" / "fixtures" / "catalogue.py", "catalogue")
 
 
 def read(path: Path) -> nbformat.NotebookNode:
@@ -63,20 +64,21 @@ def grade(objects: tuple, check: Callable, points: float) -> tuple[float, str]:
 class Exercise:
     """One chapter's exercise notebook and its checks.
 
-    ``checks`` maps the grade_id of each test cell to ``(check, solution
-    cell's grade_id, names of the objects the check takes)``.
+    ``checks`` maps the grade_id of each test cell to ``(check, names of the
+    objects the check takes)``, read from the solution notebook.
     """
 
-    def __init__(self, assignment: str, checks: dict[str, tuple[Callable, str, tuple[str, ...]]]):
+    def __init__(self, assignment: str):
         self.assignment = assignment
-        self.checks = checks
         self.solution = ROOT / "solutions" / assignment / NOTEBOOK
         self.released = ROOT / "chapters" / assignment / NOTEBOOK
         self.test_cells = {grade_id(c): c for c in read(self.solution).cells
                            if c.metadata.get("nbgrader", {}).get("grade")}
+        self.calls = {gid: judge.parse_test_cell(c.source) for gid, c in self.test_cells.items()}
+        self.checks = {gid: (calls[0].check, calls[0].names) for gid, calls in self.calls.items()}
         self.points = {g: c.metadata["nbgrader"]["points"] for g, c in self.test_cells.items()}
         self.answers = {name: a for name, a in answers.ANSWERS.items()
-                        if a["assignment"] == assignment and name != "kills_kernel"}
+                        if a["assignment"] == assignment and not a.get("hostile")}
 
     def run(self, nb: nbformat.NotebookNode, capsys=None) -> dict[str, tuple[float, str]]:
         """Run ``nb``'s code cells in order and grade each test cell with its check.
@@ -93,7 +95,7 @@ class Exercise:
                 continue
             gid = grade_id(cell)
             if gid in self.checks:
-                check, _, names = self.checks[gid]
+                check, names = self.checks[gid]
                 if capsys:
                     capsys.readouterr()  # what the notebook's own cells printed is not the check's message
                 points, message = grade(tuple(namespace.get(n) for n in names), check, self.points[gid])
@@ -121,9 +123,6 @@ class Exercise:
         points, message = self.graded_stub[gid]
         assert points == 0 and "not implemented yet" in message
 
-    def solution_cell(self, solution_id: str) -> str:
-        return next(c.source for c in read(self.solution).cells if grade_id(c) == solution_id)
-
     def assert_graded_as_expected(self, name: str, capsys) -> None:
         """The catalogued answer ``name`` gets its expected points on every part and its message."""
         answer = self.answers[name]
@@ -145,17 +144,15 @@ class Exercise:
         for m in messages:  # concept-level words only: no tensors, no expected values
             assert "tensor(" not in m and "expected" not in m.lower()
 
-    def assert_test_cells_well_formed(self, module: str) -> None:
-        """Every test cell says what it checks, imports its check from ``module`` and runs it twice."""
-        assert set(self.test_cells) == set(self.checks)
+    def assert_test_cells_well_formed(self) -> None:
+        """Every test cell says what it checks and runs its check twice: visible, then with its points."""
         for gid, cell in self.test_cells.items():
-            check, solution_id, _ = self.checks[gid]
-            visible, hidden = cell.source.split("### BEGIN HIDDEN TESTS")
+            calls = self.calls[gid]
             assert cell.source.startswith(f'"""{gid}: '), gid  # the first line says what it checks
-            assert f"from {module} import {check.__name__}" in visible, gid
-            assert f"{check.__name__}(" in visible and f"points={self.points[gid]})" in hidden, gid
+            assert "### BEGIN HIDDEN TESTS" in cell.source, gid
+            assert [c.points for c in calls] == [None, self.points[gid]], gid
+            assert calls[0].check is calls[1].check and calls[0].names == calls[1].names, gid
             assert self.points[gid] >= 2
-            assert self.solution_cell(solution_id)  # the solution cell exists
 
     def assert_stub_hides_the_answers(self) -> None:
         released = "\n".join(c.source for c in read(self.released).cells)

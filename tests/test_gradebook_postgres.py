@@ -61,6 +61,7 @@ def postgres_url():
 
 
 def test_grades_go_to_the_postgres_gradebook(postgres_url, tmp_path):
+    import sqlalchemy
     from nbgrader.api import Gradebook
 
     submissions, state = tmp_path / "submissions", tmp_path / "state"
@@ -72,6 +73,10 @@ def test_grades_go_to_the_postgres_gradebook(postgres_url, tmp_path):
     env = {**os.environ, "ATTNBOOK_GRADEBOOK": postgres_url}
     _run(sys.executable, COURSE, "--state", state, "grade", submissions, env=env, cwd=ROOT)
 
+    engine = sqlalchemy.create_engine(postgres_url)
+    tables = sqlalchemy.inspect(engine).get_table_names()
+    engine.dispose()
+    assert "submitted_assignment" in tables, "course.py wrote nothing to the PostgreSQL gradebook"
     with Gradebook(postgres_url) as gb:
         max_score = gb.find_assignment(ASSIGNMENT).max_score
         assert max_score > 0

@@ -187,5 +187,5 @@ def grade_cells(plan: list, hidden: list[Path]) -> tuple[dict[str, Result], list
             worker.close()
     statuses = list(dict.fromkeys(worker.statuses))
     if worker.called:
-        statuses.append("review: calls a forbidden reference")
+        statuses.append(f"review: calls a forbidden reference ({', '.join(sorted(worker.called))})")
     return results, statuses

@@ -31,3 +31,18 @@ def require_pair(result: object, what: str, names: tuple[str, str]) -> tuple[tor
         raise CheckFailed(f"{what} should return a pair ({names[0]}, {names[1]})")
     return (require_tensor(result[0], f"{names[0]} (the first value returned)"),
             require_tensor(result[1], f"{names[1]} (the second value returned)"))
+
+
+def require_shape(x: torch.Tensor, shape: tuple[int, ...], message: str) -> None:
+    """Raise ``message`` if ``x`` does not have ``shape``, naming a ``squeeze()`` that dropped its size-1 axes.
+
+    >>> require_shape(torch.zeros(3, 4), (1, 3, 4), "out should be (B, T, C)")
+    Traceback (most recent call last):
+    attnbook.grading.errors.CheckFailed: out should be (B, T, C); its size-1 axes are missing: a squeeze() drops ...
+    """
+    if tuple(x.shape) == tuple(shape):
+        return
+    if 1 in shape and tuple(x.shape) == tuple(n for n in shape if n != 1):
+        message += ("; its size-1 axes are missing: a squeeze() drops every axis of size 1 (a batch of one, "
+                    "a single position), so squeeze only the axis you mean, e.g. squeeze(-1), or none")
+    raise CheckFailed(message)

@@ -1,0 +1,200 @@
+"""Part 3: ``encode(text, merges) -> ids`` (merges by rank) and ``decode(ids, merges) -> str``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..steps import require_unchanged, snapshot
+from ._common import LIBRARIES, N_BYTES, TOK, Pair, as_int_list, text_merge
+from .training import CORPUS, UNICODE
+
+__all__ = ["check_encode_decode"]
+
+
+def _merges(text: str, vocab_size: int) -> dict[Pair, int]:
+    return TOK.training.train_bpe_reference(text, vocab_size)
+
+
+def _vocab(merges) -> dict[int, bytes]:
+    vocab = {i: bytes([i]) for i in range(N_BYTES)}
+    for (a, b), idx in merges.items():
+        vocab[idx] = vocab[a] + vocab[b]
+    return vocab
+
+
+def _encode_variant(text: str, merges, how: str) -> list[int] | None:
+    """Encoding as students get it wrong."""
+    ids = [ord(c) for c in text] if how == "ord" else list(text.encode("utf-8"))
+    if how == "ord":
+        return TOK.bpe.encode_chunk(ids, merges)
+    if how in ("reversed", "by_pair", "text", "padded"):  # one pass over the merges in some order
+        order = {"reversed": list(merges)[::-1], "by_pair": sorted(merges)}.get(how, sorted(merges, key=merges.get))
+        for pair in order:
+            if how in ("text", "padded"):  # str.replace on the ids joined by spaces
+                ids = text_merge(ids, pair, merges[pair], padded=how == "padded")
+                if ids is None:
+                    return None
+            else:
+                ids = TOK.pairs.merge(ids, pair, merges[pair])
+        return ids
+    while len(ids) >= 2:
+        stats = TOK.pairs.get_stats(ids)
+        known = [p for p in stats if p in merges]
+        if not known:
+            break
+        if how == "highest":
+            pair = max(known, key=merges.get)
+        elif how == "count":  # the most frequent pair of the text, ties to the earliest merge
+            pair = min(known, key=lambda p: (-stats[p], merges[p]))
+        elif how == "count_first":  # the most frequent pair of the text, ties to the first seen
+            pair = max(known, key=stats.get)
+        else:  # "first": the leftmost pair that has a merge
+            pair = known[0]
+        ids = TOK.pairs.merge(ids, pair, merges[pair])
+    return ids
+
+
+_TEXT = ("the ids were merged as text: in a string of joined ids the digits of a pair also match inside longer ids "
+         "(`1 2` inside `11 2`); merge lists of ids, not strings")
+ENCODE_MISTAKES = [
+    ("reversed", "the merges were applied in the wrong order: apply them by rank, the earliest learned (lowest "
+                 "id) first, because later merges are built from earlier ones"),
+    ("count", "the pair to merge was chosen by its count in this text; choose by rank instead: the pair whose "
+              "merge was learned earliest (lowest id)"),
+    ("count_first", "the pair to merge was chosen by its count in this text; choose by rank instead: the pair "
+                    "whose merge was learned earliest (lowest id)"),
+    ("highest", "the merges were applied in the wrong order: among the pairs present, merge the one with the "
+                "lowest id (learned earliest) first, not the highest"),
+    ("first", "the pair to merge was chosen by its place in the text (leftmost first); choose by rank instead: "
+              "the pair whose merge was learned earliest (lowest id)"),
+    ("by_pair", "the merges were applied sorted by their pairs; apply them by rank, the lowest id first"),
+    ("ord", "encoding must start from the UTF-8 bytes of the text (list(text.encode('utf-8'))), not from ord() "
+            "of each character"),
+    ("text", _TEXT),
+    ("padded", "the ids were merged with str.replace on joined ids, which misses an occurrence right after "
+               "another one (`a b a b`: the separator between them is used up); merge lists of ids, not strings"),
+]
+
+
+def _encode(text: str, corpus: str, vocab_size: int):
+    return lambda: ("encode", text, _merges(corpus, vocab_size))
+
+
+def _decode(text: str, corpus: str, vocab_size: int, cut: int = 0):
+    """Decode the reference encoding of ``text``; ``cut`` drops that many ids from the end."""
+
+    def make():
+        merges = _merges(corpus, vocab_size)
+        ids = TOK.bpe.encode_chunk(list(text.encode("utf-8")), merges)
+        return "decode", ids[: len(ids) - cut], merges
+
+    return make
+
+
+_ROUND = "the rat sat on the cat's hat"
+VISIBLE = (
+    Case("encode", lambda: ("encode", "aaabdaaabac", _merges("aaabdaaabac", N_BYTES + 3))),
+    Case("encode", _encode(_ROUND, CORPUS, N_BYTES + 20)),
+    Case("decode", _decode(_ROUND, CORPUS, N_BYTES + 20)),
+)
+HIDDEN = (
+    Case("encode: merges applied by rank", lambda: ("encode", "aaab", {(97, 98): 256, (97, 97): 257})),
+    Case("encode: merges applied by rank", _encode("that bat ate the mat, then sat", CORPUS * 3, N_BYTES + 40),
+         weight=2.0),
+    Case("encode: merges applied by rank", lambda: ("encode", "acbcba", {(98, 99): 256, (99, 98): 257, (97, 99): 258}),
+         weight=2.0),
+    Case("encode: merges applied by rank", lambda: ("encode", "aaaa b aaaa", {(97, 97): 256, (256, 97): 257,
+                                                                              (256, 256): 258})),
+    Case("encode: non-ASCII text", _encode("café au lait, 北京 🙂", UNICODE, N_BYTES + 15), weight=2.0),
+    Case("encode: edges", lambda: ("encode", "", _merges(CORPUS, N_BYTES + 10))),
+    Case("encode: edges", lambda: ("encode", "x", _merges(CORPUS, N_BYTES + 10))),
+    Case("encode: edges", lambda: ("encode", "the cat", {})),
+    # `he` becomes 256, and `8 ` is the pair (56, 32): its digits stand inside `256 32`; `abab`: back to back
+    Case("encode: ids are not text", lambda: ("encode", "he 8 he 8 8 ", {(104, 101): 256, (56, 32): 257})),
+    Case("encode: ids are not text", lambda: ("encode", "abab cdcd", {(97, 98): 256, (99, 100): 257})),
+    Case("decode: non-ASCII text", _decode("déjà vu 北京 🙂", UNICODE, N_BYTES + 15), weight=2.0),
+    Case("decode: a character cut in two", _decode("café 🙂", UNICODE, N_BYTES + 3, cut=1)),
+    Case("decode: edges", lambda: ("decode", [], _merges(CORPUS, N_BYTES + 10))),
+    Case("decode", _decode(CORPUS, CORPUS * 3, N_BYTES + 40)),
+)
+
+
+def _diagnose_decode(got: str, ids, merges) -> str:
+    vocab = _vocab(merges)
+    swapped = {i: bytes([i]) for i in range(N_BYTES)}
+    for (a, b), idx in merges.items():
+        swapped[idx] = swapped[b] + swapped[a]
+    joined = b"".join(vocab[i] for i in ids)
+    known = [
+        ("a broken character must decode as the replacement character U+FFFD (errors='replace'), not vanish",
+         joined.decode("utf-8", errors="ignore")),
+        ("each token was decoded on its own: a character can span two tokens; join the bytes of all tokens "
+         "first, then decode UTF-8 once", "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)),
+        ("the bytes became text with chr() of each byte; join them and decode them as UTF-8: "
+         "b''.join(...).decode('utf-8', errors='replace')", "".join(chr(b) for b in joined)),
+        ("the bytes of a merged token are its pair's bytes in order: vocab[idx] = vocab[a] + vocab[b]",
+         b"".join(swapped[i] for i in ids).decode("utf-8", errors="replace")),
+    ]
+    if got == joined.decode("utf-8", errors="replace").replace("\ufffd", ""):
+        return known[0][0]
+    for message, variant in known:
+        if got == variant:
+            return message
+    return "decode(ids, merges) must give back the text: the bytes of every token joined, decoded as UTF-8"
+
+
+def _check_encode(encode: Callable, text: str, merges: dict) -> None:
+    saved = list(merges.items())
+    got = as_int_list(run_student(encode, text, merges, what="encode"), "encode's result")
+    if list(merges.items()) != saved:
+        raise CheckFailed("encode changed the merges dictionary; leave it as it is")
+    if got == TOK.bpe.encode_chunk(list(text.encode("utf-8")), merges):
+        return
+    for how, message in ENCODE_MISTAKES:
+        if got == _encode_variant(text, merges, how):
+            raise CheckFailed(message)
+    if b"".join(_vocab(merges).get(i, b"?") for i in got) == text.encode("utf-8"):
+        raise CheckFailed("the ids decode to the text, but they are not BPE's encoding: apply the merges "
+                          "by rank, the lowest id first, until no pair has a merge")
+    raise CheckFailed("encode must start from the UTF-8 bytes and apply the merges by rank until no pair "
+                      "has a merge")
+
+
+def _check_decode(decode: Callable, ids: list, merges: dict) -> None:
+    before = snapshot(ids)
+    try:
+        result = run_student(decode, ids, merges, what="decode")
+    except CheckFailed as err:
+        if "UnicodeDecodeError" in str(err):
+            raise CheckFailed(
+                f"{err}. A token can end in the middle of a character: join the bytes of all tokens, then "
+                "decode them once with errors='replace'") from None
+        raise
+    require_unchanged(before, ids, message="decode changed ids in place")
+    if not isinstance(result, str):
+        raise CheckFailed(f"decode should return a str, got {type(result).__name__}")
+    if result != b"".join(_vocab(merges)[i] for i in ids).decode("utf-8", errors="replace"):
+        raise CheckFailed(_diagnose_decode(result, ids, merges))
+
+
+def _check(encode: Callable, decode: Callable) -> Callable:
+    def check(kind, *args):
+        if kind == "encode":
+            _check_encode(encode, *args)
+        else:
+            _check_decode(decode, *args)
+
+    return check
+
+
+FORBIDDEN = (
+    "attnbook.tokenizers.encode_chunk", "attnbook.tokenizers.bpe.encode_chunk",
+    "attnbook.tokenizers.bpe._encode_chunk_heap", "attnbook.tokenizers.BPETokenizer",
+    "attnbook.tokenizers.bpe.BPETokenizer",
+) + LIBRARIES
+
+check_encode_decode = Part(name="check_encode_decode", visible=VISIBLE, hidden=HIDDEN, check=_check,
+                           forbidden=FORBIDDEN)

@@ -1,0 +1,116 @@
+"""Part 1: Bahdanau's additive alignment scores ``e_j = vᵀ tanh(W s + U z_j)``, -inf at the padding.
+
+The checker builds the student's ``AdditiveAttention(query_size, key_size,
+attn_size)``, copies the parameters of a randomized reference into it by name
+and compares ``scores(query, keys, mask)`` with the reference's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import torch
+
+from .._compare import require_tensor
+from .._core import build_module, load_reference_parameters, run_method
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ._common import (ATT, FORBIDDEN_SCORES, apply_mask, hinted, lengths_mask, mask_mistakes, masked, randomize,
+                      same_scores, strided)
+
+WHAT = "AdditiveAttention"
+
+
+def _case(seed, B, S, sizes, *, masked=False, lengths=None, all_padded=False, noncontiguous=False,
+          dtype=torch.float32):
+    """(seed, (query_size, key_size, attn_size), s (B, q), z (B, S, k), mask (B, S) or None)."""
+
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        q, k, _ = sizes
+        s = torch.randn(B, q, generator=g, dtype=dtype)  # (B, query_size): the decoder state
+        z = torch.randn(B, S, k, generator=g, dtype=dtype)  # (B, S, key_size): the annotations
+        mask = lengths_mask(g, B, S, lengths, all_padded=all_padded) if masked else None
+        if noncontiguous:
+            s, z, mask = strided(s), strided(z), None if mask is None else strided(mask)
+        return seed, sizes, s, z, mask
+
+    return make
+
+
+def _variants(ref, s, z, mask):
+    """(message, scores) for the mistakes students make, computed from the reference's pieces."""
+    W, U, v = ref.W, ref.U, ref.v
+    Ws, Uz = W(s), U(z)  # (B, A), (B, S, A)
+    fill = functools.partial(apply_mask, mask=mask)
+    variants = mask_mistakes(v(torch.tanh(Ws.unsqueeze(1) + Uz)).squeeze(-1), mask)
+    variants += [
+        ("tanh is missing: the alignment model is vᵀ tanh(W s + U z_j), a small MLP, not a linear map",
+         fill(v(Ws.unsqueeze(1) + Uz).squeeze(-1))),
+        ("tanh is applied after v: the alignment model is vᵀ tanh(W s + U z_j), with tanh inside",
+         fill(torch.tanh(v(Ws.unsqueeze(1) + Uz)).squeeze(-1))),
+    ]
+    if s.shape[0] == z.shape[1]:  # (B, A) + (B, S, A) broadcasts when B == S, pairing the wrong rows
+        variants.append((
+            "W s was added to U z_j without a key axis: (B, A) + (B, S, A) pairs the state of one sequence "
+            "with the keys of another; give W s the shape (B, 1, A) (unsqueeze(1)) first",
+            fill(v(torch.tanh(Ws.unsqueeze(0) + Uz)).squeeze(-1)),
+        ))
+    if W.weight.shape == U.weight.shape:
+        variants.append((
+            "W and U are swapped: W multiplies the decoder state s, U (with the bias) the keys z_j",
+            fill(v(torch.tanh(U(s).unsqueeze(1) + W(z))).squeeze(-1)),
+        ))
+    return variants
+
+
+def _check(cls: Callable) -> Callable:
+    def check_one(seed, sizes, s, z, mask):
+        module = build_module(cls, *sizes, what=f"{WHAT}(query_size, key_size, attn_size)")
+        run_method(module, "to", s.dtype, what=f"{WHAT}.to")
+        ref = randomize(ATT.AdditiveAttention(*sizes), seed).to(s.dtype)
+        load_reference_parameters(module, ref, WHAT)
+        args = (s.clone(), z.clone()) + (() if mask is None else (mask.clone(),))
+        with torch.no_grad():
+            with hinted("must match the size of tensor",  # (B, A) + (B, S, A) without a key axis
+                        "W s is (B, A) and U z is (B, S, A): give W s the shape (B, 1, A) (unsqueeze(1)) "
+                        "so that it broadcasts over the keys"):
+                result = run_method(module, "scores", *args, what=f"{WHAT}.scores")
+            e = require_tensor(result, f"the result of {WHAT}.scores")
+            expected = ref.scores(s, z, mask)
+        if tuple(e.shape) != tuple(expected.shape):
+            raise CheckFailed(f"{WHAT}.scores should return (B, S): one score per sequence and key")
+        if e.dtype != s.dtype:
+            raise CheckFailed(f"for {s.dtype} inputs the scores should be {s.dtype} too")
+        if same_scores(e, expected):
+            return
+        if torch.isnan(e).any():
+            raise CheckFailed("the scores contain NaN")
+        with torch.no_grad():
+            for message, variant in _variants(ref, s, z, mask):
+                if same_scores(e, variant):
+                    raise CheckFailed(message)
+        if mask is not None and not torch.equal(masked(e), ~mask):
+            raise CheckFailed("the scores must be -inf exactly where the mask is False (the padding)")
+        raise CheckFailed("the scores differ from e_j = vᵀ tanh(W s + U z_j)")
+
+    return check_one
+
+
+check_additive_scores = Part(
+    name="check_additive_scores",
+    visible=(Case("padding mask", _case(1, 2, 4, (3, 5, 6), masked=True, lengths=(4, 2))),),
+    hidden=(
+        Case("no mask", _case(101, 3, 5, (4, 6, 8))),
+        Case("batch of one, one real key", _case(102, 1, 6, (2, 3, 4), masked=True, lengths=(1,))),
+        Case("as many sequences as keys", _case(103, 4, 4, (5, 5, 3), masked=True), weight=2.0),
+        Case("float64, padding", _case(104, 3, 7, (6, 4, 5), masked=True, dtype=torch.float64)),
+        Case("wide attention layer", _case(105, 2, 9, (8, 8, 32), masked=True), weight=2.0),
+        Case("batch of one, one key", _case(106, 1, 1, (3, 2, 4), masked=True)),
+        Case("non-contiguous inputs, padding in every row",
+             _case(107, 3, 6, (4, 5, 6), masked=True, all_padded=True, noncontiguous=True)),
+    ),
+    check=_check,
+    forbidden=FORBIDDEN_SCORES,
+)

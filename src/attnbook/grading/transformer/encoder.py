@@ -1,0 +1,72 @@
+"""Part 6: the class ``EncoderBlock(d_model, num_heads, d_ff)``, ``forward(x, mask=None)``, against the post-norm
+:class:`attnbook.transformer.EncoderBlock` with copied weights.
+
+A wrong output is compared with the block built from the reference's own
+sublayers in the ways students get it wrong (pre-norm, no residual, ...).
+
+>>> seed, sizes, x, memory, mask, _ = CHECK.hidden[-1].make()
+>>> sizes, x.is_contiguous(), memory is None, tuple(mask.shape)
+((8, 2, 16), False, True, (3, 1, 4))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .._compare import close
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ._common import (
+    FFN_PROBLEM, FORBIDDEN_BLOCKS, MHA_PROBLEM, MODE_MESSAGES, TR, block_case, build_beside, first_match, run_block,
+    sublayer_problem, sublayers,
+)
+
+
+def _check(cls: Callable) -> Callable:
+    what = "EncoderBlock"
+
+    def check_one(seed, sizes, x, _memory, mask, _unused):
+        module, ref = build_beside(cls, TR.EncoderBlock(*sizes, norm_first=False), sizes, seed, x.dtype, what)
+        out, expected = run_block(module, ref, x, (), {"mask": mask}, what)
+        if close(out, expected):
+            return
+        problem = sublayer_problem(module, (
+            ("self_attn", ref.self_attn, (x,), {} if mask is None else {"mask": mask},
+             MHA_PROBLEM.format(name="self_attn")),
+            ("ffn", ref.ffn, (x,), {}, FFN_PROBLEM),
+        ))
+        if problem:
+            raise CheckFailed(problem)
+        sa = lambda h, m=mask: ref.self_attn(h, mask=m)[0]  # noqa: E731
+        norms = (ref.norm1, ref.norm2)
+        variants = [(MODE_MESSAGES[mode], lambda mode=mode: sublayers(x, (sa, ref.ffn), norms, mode))
+                    for mode in ("pre", "no_residual", "norm_inside")]
+        variants += [
+            ("the mask is not passed to the self-attention: padding keys must stay hidden",
+             lambda: sublayers(x, (lambda h: ref.self_attn(h)[0], ref.ffn), norms)),
+            ("the norms are swapped: norm1 follows the attention sublayer and norm2 the feed-forward one",
+             lambda: sublayers(x, (sa, ref.ffn), norms[::-1])),
+        ]
+        raise first_match(out, variants, "the output differs from the paper's block: x = LayerNorm1(x + "
+                          "SelfAttention(x)), then x = LayerNorm2(x + FeedForward(x))")
+
+    return check_one
+
+
+CHECK = Part(
+    name="check_encoder_block",
+    visible=(Case("no mask", block_case(501, 2, 5, None, 8, 2, 16)),),
+    hidden=(
+        Case("padding mask", block_case(502, 3, 6, None, 12, 3, 24, tgt_mask=True), weight=2.0),
+        Case("batch of one, odd length", block_case(503, 1, 7, None, 8, 4, 8)),
+        Case("one position", block_case(504, 2, 1, None, 8, 2, 16)),
+        Case("float64 with a padding mask", block_case(505, 2, 5, None, 16, 2, 32, True, dtype=torch.float64)),
+        Case("batch of one, one position, padding mask", block_case(506, 1, 1, None, 8, 2, 16, tgt_mask=True)),
+        Case("non-contiguous x, padding mask", block_case(507, 3, 4, None, 8, 2, 16, tgt_mask=True, swap=True)),
+    ),
+    check=_check,
+    forbidden=FORBIDDEN_BLOCKS,
+)
+check_encoder_block = CHECK
