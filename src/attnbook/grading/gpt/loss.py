@@ -72,12 +72,32 @@ def _variants(logits: torch.Tensor, ids: torch.Tensor):
     ]
 
 
+def _explain_size_one(fn: Callable, logits: torch.Tensor, ids: torch.Tensor, err: CheckFailed) -> None:
+    """If the student's code failed on an axis of size one that it handles once the axis grows, say so."""
+    B, T, _ = logits.shape
+    if (B != 1 and T != 2) or "not implemented" in str(err) or "reference implementation" in str(err):
+        return
+    grown = (logits.detach().repeat(2 if B == 1 else 1, 2 if T == 2 else 1, 1),
+             ids.repeat(2 if B == 1 else 1, 2 if T == 2 else 1))
+    try:
+        run_student(fn, *grown, what="next_token_loss")
+    except CheckFailed:
+        return
+    raise CheckFailed("next_token_loss fails when an axis has size 1 (a batch of one sequence, or one prediction "
+                      "when T = 2) and works when it is longer: a squeeze() drops every axis of size 1; squeeze "
+                      "only the axis you mean, or none") from None
+
+
 def _check(fn: Callable) -> Callable:
     def check(logits, ids, *mode):
         grad = mode == ("grad",)
         logits = logits.detach().clone().requires_grad_(grad)  # clone keeps the strides of a transposed view
         before = snapshot(logits, ids)
-        result = run_student(fn, logits, ids, what="next_token_loss")
+        try:
+            result = run_student(fn, logits, ids, what="next_token_loss")
+        except CheckFailed as err:
+            _explain_size_one(fn, logits, ids, err)
+            raise
         if isinstance(result, float):
             raise CheckFailed("next_token_loss should return a tensor (a float from .item() cannot be "
                               "back-propagated)")

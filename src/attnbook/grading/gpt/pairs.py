@@ -8,7 +8,7 @@ All 4 visible checks passed.
 >>> check_pairs(_count_pairs, merge, points=2)  # doctest: +ELLIPSIS
 Some checks failed:
 - merge, ids as text: merge treated the ids as text: ...
-1.7...
+1.83
 """
 
 from __future__ import annotations

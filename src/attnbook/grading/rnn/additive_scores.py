@@ -16,6 +16,7 @@ from .._compare import require_tensor
 from .._core import build_module, load_reference_parameters, run_method
 from ..engine import Case, Part
 from ..errors import CheckFailed
+from ..steps import require_shape
 from ._common import (ATT, FORBIDDEN_SCORES, apply_mask, hinted, lengths_mask, mask_mistakes, masked, randomize,
                       same_scores, strided)
 
@@ -79,8 +80,7 @@ def _check(cls: Callable) -> Callable:
                 result = run_method(module, "scores", *args, what=f"{WHAT}.scores")
             e = require_tensor(result, f"the result of {WHAT}.scores")
             expected = ref.scores(s, z, mask)
-        if tuple(e.shape) != tuple(expected.shape):
-            raise CheckFailed(f"{WHAT}.scores should return (B, S): one score per sequence and key")
+        require_shape(e, expected.shape, f"{WHAT}.scores should return (B, S): one score per sequence and key")
         if e.dtype != s.dtype:
             raise CheckFailed(f"for {s.dtype} inputs the scores should be {s.dtype} too")
         if same_scores(e, expected):
@@ -107,7 +107,7 @@ check_additive_scores = Part(
         Case("as many sequences as keys", _case(103, 4, 4, (5, 5, 3), masked=True), weight=2.0),
         Case("float64, padding", _case(104, 3, 7, (6, 4, 5), masked=True, dtype=torch.float64)),
         Case("wide attention layer", _case(105, 2, 9, (8, 8, 32), masked=True), weight=2.0),
-        Case("batch of one, one key", _case(106, 1, 1, (3, 2, 4), masked=True)),
+        Case("batch of one, one key, no mask", _case(106, 1, 1, (3, 2, 4))),
         Case("non-contiguous inputs, padding in every row",
              _case(107, 3, 6, (4, 5, 6), masked=True, all_padded=True, noncontiguous=True)),
     ),

@@ -12,7 +12,7 @@ from .._compare import require_tensor
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
-from ..steps import require_unchanged, snapshot
+from ..steps import require_shape, require_unchanged, snapshot
 from ._common import ATT, FORBIDDEN_SCORES, apply_mask, lengths_mask, mask_mistakes, same_scores, strided
 
 
@@ -71,8 +71,7 @@ def _check(fn: Callable) -> Callable:
         require_unchanged(before, query, keys,
                           message="luong_scores changed query or keys in place; compute on new tensors instead")
         expected = _reference(query, keys, W, mask)
-        if tuple(e.shape) != tuple(expected.shape):
-            raise CheckFailed("luong_scores should return (B, S): one score per sequence and key")
+        require_shape(e, expected.shape, "luong_scores should return (B, S): one score per sequence and key")
         if e.dtype != query.dtype:
             raise CheckFailed(f"for {query.dtype} inputs the scores should be {query.dtype} too")
         if not same_scores(e, expected):

@@ -18,7 +18,7 @@ from .._compare import close
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
-from ..steps import require_pair, require_unchanged, snapshot
+from ..steps import require_pair, require_shape, require_unchanged, snapshot
 from ._common import FORBIDDEN_HARD, GENERATOR_IGNORED, HARD, Z, hard_inputs, seeded, tile
 
 WHAT = "sample_hard_attention"
@@ -47,10 +47,8 @@ def _require_picks(context, index, scores, values):
     B, S = scores.shape
     if index.is_floating_point() or index.dtype == torch.bool:
         raise CheckFailed(f"index should hold integer positions (torch.long), got {index.dtype}")
-    if tuple(index.shape) != (B,):
-        raise CheckFailed("index should have shape (B,): one sampled position per sequence")
-    if tuple(context.shape) != (B, values.shape[-1]):
-        raise CheckFailed("context should have shape (B, d_v): one value vector per sequence")
+    require_shape(index, (B,), "index should have shape (B,): one sampled position per sequence")
+    require_shape(context, (B, values.shape[-1]), "context should have shape (B, d_v): one value vector per sequence")
     if int(index.min()) < 0 or int(index.max()) >= S:
         raise CheckFailed("index holds positions outside 0 .. S - 1")
     index = index.long()

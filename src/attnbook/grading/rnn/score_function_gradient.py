@@ -24,7 +24,7 @@ from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
 from ..fixtures import HardAttentionLoss
-from ..steps import require_unchanged, snapshot
+from ..steps import require_shape, require_unchanged, snapshot
 from ._common import FORBIDDEN_HARD, GENERATOR_IGNORED, HARD, Z, hard_inputs, seeded, tile
 
 WHAT = "score_function_gradient"
@@ -133,8 +133,7 @@ def _check(fn: Callable) -> Callable:
             return estimate
 
         estimate = estimate_with()
-        if tuple(estimate.shape) != tuple(scores.shape):
-            raise CheckFailed(f"{WHAT} should return (B, S): one partial derivative per score")
+        require_shape(estimate, scores.shape, f"{WHAT} should return (B, S): one partial derivative per score")
         if estimate.dtype != scores.dtype:
             raise CheckFailed(f"for {scores.dtype} inputs the estimate should be {scores.dtype} too")
         if not bool(torch.isfinite(estimate).all()):

@@ -10,7 +10,7 @@ from .._compare import close
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
-from ..steps import require_pair, require_unchanged, snapshot
+from ..steps import require_pair, require_shape, require_unchanged, snapshot
 from ._common import FORBIDDEN_SCORES, HARD, lengths_mask, strided
 
 
@@ -59,11 +59,9 @@ def _check(fn: Callable) -> Callable:
         require_unchanged(before, scores, values,
                           message="soft_attention changed scores or values in place; compute on new tensors instead")
         expected_c, expected_w = HARD.soft_attention(scores, values)
-        if tuple(w.shape) != tuple(expected_w.shape):
-            raise CheckFailed("weights should have shape (B, S), like the scores")
-        if tuple(context.shape) != tuple(expected_c.shape):
-            raise CheckFailed("context should have shape (B, d_v): one vector per sequence, as wide as the values "
-                              "(a batched product needs a (B, 1, S) @ (B, S, d_v) shape, then squeeze)")
+        require_shape(w, expected_w.shape, "weights should have shape (B, S), like the scores")
+        require_shape(context, expected_c.shape, "context should have shape (B, d_v): one vector per sequence, as "
+                      "wide as the values (a batched product needs a (B, 1, S) @ (B, S, d_v) shape, then squeeze)")
         if w.dtype != scores.dtype or context.dtype != scores.dtype:
             raise CheckFailed(f"for {scores.dtype} inputs the results should be {scores.dtype} too")
         if not close(w, expected_w):

@@ -1,8 +1,10 @@
-"""attnbook.grading, fast: chapter 2's catalogued answers are graded as they should be, in-process.
+"""attnbook.grading.transformer, fast: chapter 2's catalogued answers are graded as they should be, in-process.
 
-The same catalogue (autograder/fixtures/answers.py) is graded end to end through
-nbgrader in test_autograder.py; exercise_harness.py runs a notebook the way
-nbgrader does.
+The same catalogue (autograder/fixtures/answers/02-transformer.py) is graded
+end to end through the sandboxed judge in test_autograder.py; exercise_harness.py
+runs a notebook the way the test cells would. Below the catalogue: unit tests of
+the pieces the checks rely on (traps, partial credit, parameters by name) and
+of the cases themselves (each edge case says what it promises).
 """
 
 import functools
@@ -17,25 +19,16 @@ import torch
 
 import attnbook.attention
 from attnbook import grading
-from attnbook.grading._core import Case, CheckFailed, references_trapped, run_student, score_cases
+from attnbook.grading._core import references_trapped, run_student
+from attnbook.grading.engine import Case, score_cases
+from attnbook.grading.errors import CheckFailed
+from attnbook.grading.transformer import _common, greedy, masks, mha, sdpa, sdpa_masks
 
 _spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
 harness = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(harness)
-answers = harness.answers
-EXERCISE = harness.Exercise("02-transformer", {
-    "sdpa_matches_reference": (
-        grading.check_scaled_dot_product_attention, "sdpa_solution", ("scaled_dot_product_attention",)),
-    "sdpa_respects_masks": (grading.check_attention_masks, "sdpa_solution", ("scaled_dot_product_attention",)),
-    "masks_causal_and_padding": (grading.check_masks, "masks_solution", ("causal_mask", "padding_mask")),
-    "sinusoidal_matches_formula": (
-        grading.check_sinusoidal_positions, "sinusoidal_solution", ("sinusoidal_positions",)),
-    "mha_matches_reference": (grading.check_multi_head_attention, "mha_solution", ("MultiHeadAttention",)),
-    "encoder_block_matches_reference": (grading.check_encoder_block, "encoder_solution", ("EncoderBlock",)),
-    "decoder_block_matches_reference": (grading.check_decoder_block, "decoder_solution", ("DecoderBlock",)),
-    "greedy_decode_matches_reference": (grading.check_greedy_decode, "greedy_solution", ("greedy_decode",)),
-})
-CHECKS = EXERCISE.checks
+EXERCISE = harness.Exercise("02-transformer")
+answers = harness.load(harness.ROOT / "autograder" / "fixtures" / "answers" / "02-transformer.py", "answers_02")
 
 
 @pytest.fixture
@@ -51,10 +44,10 @@ def test_catalogued_answer_is_graded_as_expected(name, restore_torch, capsys):
 
 
 def test_every_test_cell_has_a_check_and_its_points():
-    EXERCISE.assert_test_cells_well_formed("attnbook.grading")
+    EXERCISE.assert_test_cells_well_formed()
 
 
-@pytest.mark.parametrize("grade_id", sorted(CHECKS))
+@pytest.mark.parametrize("grade_id", sorted(EXERCISE.checks))
 def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
     EXERCISE.assert_solution_full_and_stub_zero(grade_id)
 
@@ -63,12 +56,10 @@ def test_hidden_tests_are_not_in_the_released_notebook():
     EXERCISE.assert_stub_hides_the_answers()
 
 
-@pytest.mark.parametrize("grade_id", sorted(CHECKS))
-def test_each_solution_cell_defines_what_its_check_grades(grade_id):
-    _, solution_id, names = CHECKS[grade_id]
-    namespace = {"__name__": "__main__", "math": math, "torch": torch, "nn": torch.nn}
-    exec(compile(EXERCISE.solution_cell(solution_id), "<solution>", "exec"), namespace)
-    assert all(callable(namespace.get(n)) for n in names)
+def test_every_part_keeps_its_public_name_and_path():
+    for grade_id, (check, _) in EXERCISE.checks.items():
+        assert getattr(grading, check.name) is check is getattr(grading.transformer, check.name), grade_id
+        assert check.visible and check.hidden, grade_id
 
 
 def test_student_warning_goes_to_stdout_not_stderr(capfd):
@@ -216,18 +207,58 @@ def test_patching_the_public_modules_does_not_fool_the_decoding_check(monkeypatc
         grading.check_greedy_decode(stops_at_once)
 
 
+def _ends(case):
+    """Per source: the step at which the reference's decoding emits EOS (1-based), or None."""
+    model, src, bos_id, eos_id, max_len = case.make()
+    out = _common.TR.greedy_decode(model, src, bos_id, eos_id, max_len)
+    return [int((row == eos_id).nonzero()[0]) + 1 if (row == eos_id).any() else None for row in out]
+
+
 def test_greedy_cases_finish_at_different_steps():
     """The random models behind check_greedy_decode give what each case promises."""
-    from attnbook.grading import transformer as checks
-
-    ends = {}
-    for case in checks._GREEDY_VISIBLE + checks._GREEDY_HIDDEN:
-        model, src, bos_id, eos_id, max_len = case.make()
-        out = checks._TR.greedy_decode(model, src, bos_id, eos_id, max_len)
-        ends[case.group] = [int((row == eos_id).nonzero()[0]) + 1 if (row == eos_id).any() else None for row in out]
+    part = greedy.CHECK
+    ends = {case.group: _ends(case) for case in part.visible + part.hidden}
     assert len(set(ends["three sources"])) == 3 and None not in ends["three sources"]
+    own = ends["every sequence ends at its own step"]
+    assert len(own) == 4 and len(set(own)) == 4 and None not in own
     assert None in ends["some never finish"] and any(ends["some never finish"])
     assert min(e for e in ends["padded sources, odd lengths"]) >= 2
+    assert len(ends["batch of one"]) == 1 and ends["batch of one"][0] is not None
+
+
+def test_the_padding_id_case_uses_another_id_and_changes_the_result():
+    case = next(c for c in greedy.CHECK.hidden if c.group == "another padding id")
+    model, src, bos_id, eos_id, max_len = case.make()
+    assert model.config.pad_id == 7 and (src == 7).any() and (src == 0).any()  # 0 is a real token here
+    right = greedy._greedy_variant(model, src, bos_id, eos_id, max_len)
+    assert not torch.equal(right, greedy._greedy_variant(model, src, bos_id, eos_id, max_len, pad_id=0))
+
+
+@pytest.mark.parametrize("part", [sdpa.CHECK, sdpa_masks.CHECK, mha.CHECK])
+def test_attention_parts_refuse_torch_kernels_and_cover_the_edges(part):
+    assert "scaled_dot_product_attention" in part.kernels and "_native_multi_head_attention" in part.kernels
+    made = [case.make() for case in part.hidden]
+    tensors = [[a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()] for args in made]
+    assert any(t and t[0].shape[0] == 1 for t in tensors)  # a batch of one
+    assert any(t and t[0].shape[-2] == 1 for t in tensors)  # one query
+    assert any(t and not t[0].is_contiguous() for t in tensors)  # strided inputs
+    assert any(t and t[0].dtype == torch.float64 for t in tensors)
+
+
+def test_mask_cases_cover_another_padding_id_and_strided_ids():
+    made = [case.make() for case in masks.CHECK.hidden]
+    padding = [(ids, pad_id) for kind, *rest in made if kind == "padding" for ids, pad_id in [rest]]
+    assert {pad_id for _, pad_id in padding} > {0}
+    assert any(not ids.is_contiguous() for ids, _ in padding) and any(ids.shape[0] == 1 for ids, _ in padding)
+
+
+def test_a_squeezed_result_is_named(capsys):
+    def squeezes(q, k, v, mask=None):
+        w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+        return (w @ v).squeeze(), w.squeeze()
+
+    assert 0 < sdpa.CHECK(squeezes, points=3) < 3  # the visible case has no axis of size 1
+    assert "a squeeze() drops every axis of size 1" in capsys.readouterr().out
 
 
 def test_a_module_that_changes_its_inputs_in_place_does_not_pass():

@@ -1,0 +1,51 @@
+"""Checks for chapter 4's exercises (``solutions/04-gpt-bpe``): BPE, the language-model loss, sampling.
+
+One module per graded part, in the notebook's order: counting and merging
+pairs (:mod:`.pairs`, ``check_pairs``), training BPE (:mod:`.training`,
+``check_train_bpe``), encoding and decoding (:mod:`.codec`,
+``check_encode_decode``), the shifted next-token loss (:mod:`.loss`,
+``check_next_token_loss``), sampling with a temperature and top-k
+(:mod:`.sampling`, ``check_sample_next``) and perplexity (:mod:`.perplexity`,
+``check_perplexity``). Each compares the student's function with a private
+copy of the reference in :mod:`attnbook.tokenizers` or :mod:`attnbook.gpt`
+(:mod:`._common`) and names the mistakes students make most (a merge that
+takes overlapping pairs in ``aaa`` or works on joined strings, merges applied
+in the wrong order, targets that are not shifted, a temperature applied after
+the softmax, a generator ignored, ...).
+
+>>> def merge(ids, pair, idx):  # takes overlapping occurrences in `aaa` too
+...     starts = [i for i in range(len(ids) - 1) if (ids[i], ids[i + 1]) == pair]
+...     out = list(ids)
+...     for i in reversed(starts):
+...         out[i:i + 2] = [idx]
+...     return out
+>>> def get_stats(ids):
+...     counts = {}
+...     for pair in zip(ids, ids[1:]):
+...         counts[pair] = counts.get(pair, 0) + 1
+...     return counts
+>>> check_pairs(get_stats, merge)  # the visible cases have no runs such as `aaa`
+All 4 visible checks passed.
+>>> check_pairs(get_stats, merge, points=2)  # doctest: +ELLIPSIS
+Some checks failed:
+- merge, runs of one token: overlapping occurrences were merged: in `aaa` the pair (a, a) occurs twice ...
+1.6...
+"""
+
+from ..fixtures import perplexity_test_model
+from .codec import check_encode_decode
+from .loss import check_next_token_loss
+from .pairs import check_pairs
+from .perplexity import check_perplexity
+from .sampling import check_sample_next
+from .training import check_train_bpe
+
+__all__ = [
+    "check_pairs",
+    "check_train_bpe",
+    "check_encode_decode",
+    "check_next_token_loss",
+    "check_sample_next",
+    "check_perplexity",
+    "perplexity_test_model",
+]

@@ -1,0 +1,139 @@
+"""The judge and its sandboxed worker, on a small part: routes to the reference, crashes, limits, data.
+
+Each test starts a real worker (in bubblewrap when it is installed) and judges
+one tiny part -- ``sdpa(q, k, v) -> (out, weights)`` -- on one student source.
+"""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnbook.grading import _wire, judge, sandbox
+from attnbook.grading._compare import close, require_tensor
+from attnbook.grading._core import private_modules, run_student
+from attnbook.grading._remote import Worker
+from attnbook.grading.engine import Case, Part
+from attnbook.grading.errors import CheckFailed
+
+(ATT,) = private_modules("attnbook.attention")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _inputs(seed):
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        q = torch.randn(1, 3, 4, generator=g, dtype=torch.float64)
+        k = torch.randn(1, 4, 3, generator=g).transpose(1, 2)  # (1, 3, 4), non-contiguous
+        return q, k.double(), torch.randn(1, 3, 2, generator=g, dtype=torch.float64)
+    return make
+
+
+def _check(fn):
+    def one(q, k, v):
+        before = q.clone()
+        result = run_student(fn, q, k, v, what="sdpa")
+        out = require_tensor(result[0], "out")
+        if not torch.equal(q, before):
+            raise CheckFailed("sdpa changed q in place")
+        if not close(out, ATT.scaled_dot_product_attention(q, k, v)[0]):
+            raise CheckFailed("out is wrong")
+    return one
+
+
+PART = Part("check_sdpa", (Case("visible", _inputs(0)),), (Case("a", _inputs(1)), Case("b", _inputs(2))), _check,
+            forbidden=("attnbook.attention.scaled_dot_product_attention",
+                       "torch.nn.functional.scaled_dot_product_attention"),
+            kernels=("scaled_dot_product_attention", "_scaled_dot_product_attention_math"))
+GOOD = """import math, torch
+def sdpa(q, k, v):
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1)
+    return w @ v, w
+"""
+
+
+def grade(source, tmp_path, monkeypatch, seconds=20):
+    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", str(seconds))
+    sandbox.prepare(tmp_path)
+    command, cwd = sandbox.worker_command(tmp_path, [ROOT])
+    worker = Worker(command, cwd=cwd, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+                    part_timeout=seconds, preexec=sandbox.apply_limits)
+    try:
+        calls = [judge.TestCall(PART, ("sdpa",), None), judge.TestCall(PART, ("sdpa",), 3)]
+        result = judge.judge_part(worker, [source], calls, 3)
+    finally:
+        worker.close()
+    return result, worker
+
+
+def test_a_right_answer_gets_full_marks(tmp_path, monkeypatch):
+    result, worker = grade(GOOD, tmp_path, monkeypatch)
+    assert result.score == 3.0 and "All 3 checks passed." in result.message
+    assert worker.statuses == [] and worker.called == set()
+
+
+def test_partial_credit_and_changes_in_place_are_seen(tmp_path, monkeypatch):
+    source = GOOD.replace("    w = ", "    q.mul_(1.0 if q.dtype == torch.float64 and q.shape[0] else 1)\n    w = ")
+    assert grade(source, tmp_path, monkeypatch)[0].score == 3.0
+    inplace = GOOD.replace("    w = ", "    q.add_(1.0)\n    w = ")
+    result, _ = grade(inplace, tmp_path, monkeypatch)
+    assert result.score == 0 and "changed q in place" in result.message
+
+
+@pytest.mark.parametrize("source", [
+    "from attnbook.attention import scaled_dot_product_attention as f\ndef sdpa(q, k, v):\n    return f(q, k, v)",
+    "import attnbook.attention as a, types\nf = a.scaled_dot_product_attention\n"
+    "sdpa = types.FunctionType(f.__code__, f.__globals__, \"f\", f.__defaults__)",
+    "import importlib, attnbook.attention as a\nsdpa = importlib.reload(a).scaled_dot_product_attention",
+    "import torch\ndef sdpa(q, k, v):\n    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)",
+    "import torch.nn.functional as F\ndef sdpa(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v), None",
+], ids=["alias", "clone", "reload", "math-kernel", "fused"])
+def test_no_route_reaches_the_reference(source, tmp_path, monkeypatch):
+    result, worker = grade(source, tmp_path, monkeypatch)
+    assert result.score == 0 and "calls the reference implementation" in result.message
+    assert worker.called
+
+
+def test_the_references_source_is_not_in_the_worker(tmp_path, monkeypatch):
+    source = ("import inspect, attnbook.attention as a\n"
+              "def sdpa(q, k, v):\n    raise RuntimeError(repr(inspect.getsource(a.scaled_dot_product_attention)))")
+    result, _ = grade(source, tmp_path, monkeypatch)
+    assert result.score == 0 and "sqrt" not in result.message  # no source, or only the stub
+
+
+@pytest.mark.parametrize("source, status", [
+    ("import os\ndef sdpa(q, k, v):\n    os._exit(3)", "ended the worker (exit 3)"),
+    ("import torch\ndef sdpa(q, k, v):\n    x = torch.ones(2**36)\n    return x, x", "memory limit exceeded"),
+    ("def sdpa(q, k, v):\n    while True:\n        pass", "time limit exceeded"),
+], ids=["exit", "memory", "time"])
+def test_a_crash_costs_the_part_and_says_why(source, status, tmp_path, monkeypatch):
+    result, worker = grade(source, tmp_path, monkeypatch, seconds=5)
+    assert result.score == 0 and any(status in s for s in worker.statuses), worker.statuses
+
+
+@pytest.mark.skipif(sandbox.isolation() == "none", reason="bubblewrap is not installed here")
+def test_the_course_files_are_out_of_reach(tmp_path, monkeypatch):
+    source = ("import os\ndef sdpa(q, k, v):\n"
+              f"    raise RuntimeError(str(os.listdir({str(ROOT)!r})) + str(os.getuid()))")
+    result, _ = grade(source, tmp_path, monkeypatch)
+    assert "solutions" not in result.message and "65534" in result.message
+
+
+def test_wire_refuses_to_build_anything_outside_attnbook():
+    with pytest.raises(_wire.WireError, match="only attnbook objects"):
+        _wire.decode({"$build": ["os.system", {"$dict": []}]}, handles={})
+    assert isinstance(_wire.decode({"$opaque": "Evil"}), _wire.Opaque)
+
+
+def test_test_cells_may_only_call_checks():
+    with pytest.raises(ValueError, match="may only import checks"):
+        judge.parse_test_cell("from attnbook.grading import check_masks\nimport os\ncheck_masks(a, b)")
+
+
+def test_the_worker_package_lacks_the_forbidden_code_and_the_checks():
+    sources, packages = judge.package_sources(("attnbook.attention.scaled_dot_product_attention",))
+    assert "math.sqrt" not in sources["attnbook.attention"].split("def scaled_dot_product_attention")[1][:300]
+    assert "attnbook.grading.fixtures" in sources and "attnbook.grading.engine" not in sources
+    assert not any(name.startswith("attnbook.grading.transformer") for name in sources)
+    assert "attnbook" in packages and math.isfinite(len(sources))
