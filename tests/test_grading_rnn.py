@@ -4,20 +4,284 @@ The same catalogue (autograder/fixtures/answers/01-rnn-attention.py) is graded
 end to end through the sandboxed judge in test_autograder.py.
 """
 
+import functools
+import importlib.util
+import math
 from pathlib import Path
 
 import pytest
+import torch
 
-_harness = Path(__file__).with_name("exercise_harness.py")
-import importlib.util  # noqa: E402
+import attnbook.attention
+import attnbook.hard_attention
+from attnbook.grading import rnn as checks
+from attnbook.grading.engine import Part
+from attnbook.grading.errors import CheckFailed
+from attnbook.grading.rnn import _common, sample_hard_attention, score_function_gradient
 
-_spec = importlib.util.spec_from_file_location("exercise_harness", _harness)
+_spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
 harness = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(harness)
 EXERCISE = harness.Exercise("01-rnn-attention")
 ANSWERS = EXERCISE.answers
+PARTS = [checks.check_additive_scores, checks.check_luong_scores, checks.check_soft_attention,
+         checks.check_decoder_step, checks.check_sample_hard_attention, checks.check_score_function_gradient]
+
+
+def test_the_catalogue_has_a_wrong_answer_with_a_message_for_every_part():
+    assert len(ANSWERS) >= 4 and all(name.startswith("rnn_") for name in ANSWERS)
+    for grade_id in EXERCISE.checks:
+        wrong = [a for a in ANSWERS.values() if a["expected"].get(grade_id, 0) != "full" and a["message"]]
+        assert wrong, grade_id
+        partial = [a for a in ANSWERS.values() if a["expected"].get(grade_id, 0) == "partial"]
+        assert partial, grade_id  # a mistake that only the hidden edge cases reveal
 
 
 @pytest.mark.parametrize("name", sorted(ANSWERS))
 def test_catalogued_answer_is_graded_as_expected(name, capsys):
     EXERCISE.assert_graded_as_expected(name, capsys)
+
+
+def test_every_test_cell_calls_a_part_of_this_chapter():
+    assert len(EXERCISE.test_cells) >= 5 and sum(EXERCISE.points.values()) >= 10
+    EXERCISE.assert_test_cells_well_formed()
+    assert sorted(check.name for check, _ in EXERCISE.checks.values()) == sorted(p.name for p in PARTS)
+
+
+@pytest.mark.parametrize("grade_id", sorted(EXERCISE.checks))
+def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
+    EXERCISE.assert_solution_full_and_stub_zero(grade_id)
+
+
+def test_hidden_tests_are_not_in_the_released_notebook():
+    EXERCISE.assert_stub_hides_the_answers()
+
+
+# ------------------------------------------------------------- the cases
+
+
+def _tensors(args):
+    return [a for a in args if isinstance(a, torch.Tensor)]
+
+
+@pytest.mark.parametrize("part", PARTS, ids=lambda p: p.name)
+def test_hidden_cases_cover_the_edges(part):
+    """Every part has a case with a batch of one, non-contiguous inputs, float64 and padding in every row."""
+    assert isinstance(part, Part) and part.forbidden
+    made = [case.make() for case in part.hidden]
+    floats = [[t for t in _tensors(args) if t.is_floating_point()] for args in made]
+    assert any(ts[0].shape[0] == 1 for ts in floats), "batch of one"
+    assert any(not t.is_contiguous() for ts in floats for t in ts), "non-contiguous"
+    assert any(ts[0].dtype == torch.float64 for ts in floats), "float64"
+
+    def every_row_padded(args):
+        masks = [t for t in _tensors(args) if t.dtype == torch.bool]
+        scores = [t for t in _tensors(args) if t.is_floating_point() and torch.isinf(t).any()]
+        padded = [~m for m in masks] + [torch.isinf(s) for s in scores]
+        return any(p.shape[0] > 1 and bool(p.any(-1).all()) for p in padded)
+
+    assert any(every_row_padded(args) for args in made), "padding in every row"
+
+
+def test_the_same_case_gives_the_same_inputs():
+    for part in PARTS:
+        for case in part.visible + part.hidden:
+            first, second = case.make(), case.make()
+            assert all(torch.equal(a, b) for a, b in zip(_tensors(first), _tensors(second))), case.group
+
+
+def test_strided_copies_keep_their_layout_when_cloned():
+    x = _common.strided(torch.randn(3, 4, 5))
+    assert not x.is_contiguous() and not x.clone().is_contiguous()
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        x.view(12, 5)
+
+
+# ------------------------------------------------------------- the checks themselves
+
+
+def test_references_themselves_are_trapped():
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        checks.check_soft_attention(attnbook.hard_attention.soft_attention)
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        checks.check_sample_hard_attention(functools.partial(attnbook.hard_attention.sample_hard_attention))
+
+    class Borrows(torch.nn.Module):
+        def __init__(self, query_size, key_size, attn_size):
+            super().__init__()
+            self.W = torch.nn.Linear(query_size, attn_size, bias=False)
+            self.U = torch.nn.Linear(key_size, attn_size)
+            self.v = torch.nn.Linear(attn_size, 1, bias=False)
+
+        _score = attnbook.attention.AdditiveAttention._score  # borrowed as a class attribute
+
+        def scores(self, query, keys, mask=None):
+            return self._score(query, self.U(keys))
+
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        checks.check_additive_scores(Borrows)
+    assert attnbook.attention.AdditiveAttention._score is Borrows._score  # restored afterwards
+
+
+def test_patching_the_public_module_does_not_fool_the_checker(monkeypatch):
+    def uniform(scores, values):
+        w = torch.isfinite(scores).to(scores.dtype)
+        w = w / w.sum(-1, keepdim=True)
+        return (w.unsqueeze(1) @ values).squeeze(1), w
+
+    # The checker computes with its private copy, so the patched public function changes nothing.
+    monkeypatch.setattr(attnbook.hard_attention, "soft_attention", lambda scores, values: uniform(scores, values))
+    with pytest.raises(CheckFailed, match="weights differ from softmax"):
+        checks.check_soft_attention(uniform)
+
+
+def test_masked_scores_may_be_a_large_negative_number_but_not_zero():
+    s = torch.tensor([[1.0, float("-inf")]])
+    assert checks.same_scores(torch.tensor([[1.0, -1e9]]), s)
+    assert not checks.same_scores(torch.tensor([[1.0, 0.0]]), s)
+    assert not checks.same_scores(torch.tensor([[1.1, float("-inf")]]), s)
+
+
+def _sampler(kind):
+    def sample(scores, values, generator=None):
+        weights = torch.softmax(scores, dim=-1)
+        if kind == "gumbel":
+            u = torch.rand(scores.shape, generator=generator, dtype=scores.dtype).clamp_min(1e-12)
+            index = (scores - torch.log(-torch.log(u))).argmax(-1)
+        elif kind == "global":  # ignores the generator: only the draws' reproducibility tells
+            index = torch.multinomial(weights, 1).squeeze(1)
+        else:
+            index = torch.multinomial(weights, 1, generator=generator).squeeze(1)
+        return values[torch.arange(scores.shape[0]), index], index
+
+    return sample
+
+
+@pytest.mark.parametrize("kind", ["multinomial", "gumbel", "global"])
+def test_statistical_checks_pass_any_correct_sampler_with_a_wide_margin(kind):
+    """Over 30 other seeds, the worst deviation of a right sampler stays well inside the tolerance."""
+    sample = _sampler(kind)
+    worst = 0.0
+    part = checks.check_sample_hard_attention
+    for case in part.visible + part.hidden:
+        _, scores, values, rows, copies, _ = case.make()
+        if copies == 1:
+            continue
+        base = scores[:rows]
+        for seed in range(30):
+            _, index = _common.seeded(1000 + seed, sample, scores, values)
+            counts = torch.zeros(base.shape, dtype=torch.float64)
+            counts.index_put_((torch.arange(len(index)) % rows, index), torch.ones(len(index), dtype=torch.float64),
+                              accumulate=True)
+            p = torch.softmax(base.double(), -1)
+            tol = _common.Z * (p * (1 - p) / copies).sqrt() + 1.0 / copies
+            worst = max(worst, ((counts / copies - p).abs() / tol).max().item())
+    assert worst < 0.85
+    if kind == "global":  # right frequencies, but not reproducible with the generator it is given
+        assert 0 < part(sample, points=2) < 2.0
+        with pytest.raises(CheckFailed, match="generators in the same state"):
+            sample_hard_attention._check(sample)(*sample_hard_attention._case(9, 2, 4, 3, 100, reseeded=True)())
+    else:
+        assert part(sample, points=2) == 2.0
+
+
+def _reference_estimator(scores, values, f, n, generator=None):
+    return attnbook.hard_attention.score_function_gradient(scores, values, f, n, generator=generator)
+
+
+def test_estimator_check_margins():
+    """A right estimator stays far inside the tolerance; a biased or baseline-free one lands far outside."""
+    ref = attnbook.hard_attention.score_function_gradient
+
+    def ratio(estimator, case, seed):
+        _, scores, values, f, n, rows, copies, _ = case.make()
+        mean, _ = score_function_gradient.per_row_stats(_common.seeded(seed, estimator, scores, values, f, n),
+                                                        rows, copies)
+        _, ref_sd = score_function_gradient.per_row_stats(_common.seeded(seed + 7, ref, scores, values, f, n),
+                                                          rows, copies)
+        expected = attnbook.hard_attention.exact_gradient(scores[:rows].double(), values[:rows].double(), f)
+        tol = 1.25 * _common.Z * ref_sd / math.sqrt(copies) + 1e-5
+        return ((mean - expected).abs() / tol).max().item()
+
+    def shrunk(scores, values, f, n, generator=None):  # divides by N instead of N - 1
+        return ref(scores, values, f, n, generator=generator) * (n - 1) / n
+
+    def no_baseline(scores, values, f, n, generator=None):
+        w = torch.softmax(scores, -1)
+        index = torch.multinomial(w, n, replacement=True, generator=generator)  # (B, N)
+        rows = torch.arange(scores.shape[0])[:, None]
+        losses = f(values[rows, index])  # (B, N)
+        onehot = torch.nn.functional.one_hot(index, scores.shape[1]).to(scores.dtype)
+        return (losses.unsqueeze(-1) * (onehot - w.unsqueeze(1))).mean(1)
+
+    part = checks.check_score_function_gradient
+    cases = {c.group: c for c in part.visible + part.hidden if c.make()[-2] > 1}
+    assert max(ratio(ref, case, 500 + s) for case in cases.values() for s in range(5)) < 0.8
+    assert min(ratio(shrunk, cases["two samples"], 600 + s) for s in range(5)) > 2.0
+    assert min(ratio(no_baseline, cases["a large constant in the loss"], 700 + s) for s in range(5)) > 5.0
+
+
+def test_estimator_spread_margins():
+    """A right estimator spreads like the reference; one drawing twice the samples asked for spreads less."""
+    ref = attnbook.hard_attention.score_function_gradient
+    part = checks.check_score_function_gradient
+
+    def spread(estimator, case, seed):
+        _, scores, values, f, n, rows, copies, _ = case.make()
+        _, sd = score_function_gradient.per_row_stats(_common.seeded(seed, estimator, scores, values, f, n),
+                                                      rows, copies)
+        _, ref_sd = score_function_gradient.per_row_stats(_common.seeded(seed + 7, ref, scores, values, f, n),
+                                                          rows, copies)
+        return score_function_gradient.spread_ratio(sd, ref_sd)
+
+    def twice(scores, values, f, n, generator=None):
+        return ref(scores, values, f, 2 * n, generator=generator)
+
+    cases = [c for c in part.visible + part.hidden if c.make()[-2] > 1]
+    right = torch.cat([spread(ref, case, 800 + s) for case in cases for s in range(5)])
+    assert right.min() > score_function_gradient.LEAST_SPREAD + 0.1 and right.max() < 1.1
+    assert max(spread(twice, case, 900).max().item() for case in cases) < score_function_gradient.LEAST_SPREAD
+
+
+def test_the_exact_gradient_is_no_estimate():
+    """A deterministic answer is right on average: only its spread (none) fails it, in every case with copies."""
+    def exact(scores, values, f, num_samples, generator=None):
+        p = torch.softmax(scores, -1)
+        losses = torch.stack([f(values[:, j]) for j in range(scores.shape[1])], 1)
+        mean = (p * losses.masked_fill(p == 0, 0.0)).sum(-1, keepdim=True)
+        return p * (losses - mean).masked_fill(p == 0, 0.0)
+
+    with pytest.raises(CheckFailed, match="vary too little"):
+        checks.check_score_function_gradient(exact)
+    with pytest.raises(CheckFailed, match="vary too little"):
+        checks.check_score_function_gradient(exact, points=3)
+
+
+def test_an_estimator_that_ignores_the_generator_loses_points():
+    out = checks.check_score_function_gradient(_copy_of_alternative_estimator("global"), points=3)
+    assert 0 < out < 3
+
+
+def test_every_estimate_row_sums_to_zero():
+    def leaky(scores, values, f, num_samples, generator=None):
+        return _reference_estimator(scores, values, f, num_samples, generator=generator) + 1e-2
+
+    with pytest.raises(CheckFailed, match="sum to 0"):
+        score_function_gradient._check(leaky)(*score_function_gradient._case(5, 1, 4, 2, 3, 1, masked=True)())
+
+
+def test_grades_do_not_change_between_runs():
+    sample = _sampler("multinomial")
+    first = [checks.check_sample_hard_attention(sample, points=2) for _ in range(2)]
+    state = torch.random.get_rng_state()
+    assert checks.check_score_function_gradient(_copy_of_alternative_estimator(), points=3) == 3.0
+    assert torch.equal(state, torch.random.get_rng_state())  # the global generator is left as it was
+    assert first == [2.0, 2.0]
+
+
+def _copy_of_alternative_estimator(sampler="multinomial"):
+    """A student-side estimator (the reference itself is trapped): the catalogue's alternative answer."""
+    namespace = {"torch": torch, "math": math}
+    exec(ANSWERS["rnn_alternative_answers"]["cells"]["estimator_solution"], namespace)
+    namespace["sample_hard_attention"] = _sampler(sampler)
+    return namespace["score_function_gradient"]

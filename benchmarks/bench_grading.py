@@ -1,0 +1,64 @@
+"""Grading throughput: seconds per notebook with one job and with JOBS, and the speed-up.
+
+    python benchmarks/bench_grading.py [--students 4] [--jobs 2]
+
+Builds a class of ``--students`` copies of every chapter's solution (each
+filled into the released notebook, as a student would hand it in), grades it
+with ``course.py grade --jobs 1`` and then ``--jobs N`` into fresh state
+folders, and prints the wall time per notebook of each run and their ratio.
+The two runs' grades.csv must be identical. Machine and command go in the
+first line of the output, for the instructor guide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("catalogue", ROOT / "autograder" / "fixtures" / "catalogue.py")
+catalogue = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(catalogue)
+
+
+def run(state: Path, submissions: Path, jobs: int) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(ROOT / "autograder" / "course.py"), "--state", str(state), "grade",
+                    "--jobs", str(jobs), str(submissions)], check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=4)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    print(f"# {' '.join(sys.argv)} on {platform.machine()}, {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        assignments = sorted(p.parent.name for p in (ROOT / "solutions").glob("*/exercises.ipynb"))
+        for assignment in assignments:
+            text = catalogue.solution_submission(assignment)
+            for i in range(args.students):
+                folder = base / "class" / f"s{i}" / assignment
+                folder.mkdir(parents=True)
+                (folder / "exercises.ipynb").write_text(text)
+        notebooks = args.students * len(assignments)
+        serial = run(base / "serial", base / "class", 1)
+        parallel = run(base / "parallel", base / "class", args.jobs)
+        same = (base / "serial" / "grades.csv").read_bytes() == (base / "parallel" / "grades.csv").read_bytes()
+    print(f"notebooks: {notebooks}")
+    print(f"jobs=1: {serial:.1f} s, {serial / notebooks:.2f} s per notebook")
+    print(f"jobs={args.jobs}: {parallel:.1f} s, {parallel / notebooks:.2f} s per notebook")
+    print(f"speed-up: {serial / parallel:.2f}x   grades.csv identical: {same}")
+
+
+if __name__ == "__main__":
+    main()
