@@ -244,7 +244,8 @@ def test_estimator_spread_margins():
 
 
 def test_the_exact_gradient_is_no_estimate():
-    """A deterministic answer is right on average: only its spread (none) fails it, in every case with copies."""
+    """A deterministic answer is right on average: only its spread (none) fails it, in every case with copies
+    (the one-row case checks what holds estimate by estimate, which it passes)."""
     def exact(scores, values, f, num_samples, generator=None):
         p = torch.softmax(scores, -1)
         losses = torch.stack([f(values[:, j]) for j in range(scores.shape[1])], 1)
@@ -253,8 +254,7 @@ def test_the_exact_gradient_is_no_estimate():
 
     with pytest.raises(CheckFailed, match="vary too little"):
         checks.check_score_function_gradient(exact)
-    with pytest.raises(CheckFailed, match="vary too little"):
-        checks.check_score_function_gradient(exact, points=3)
+    assert checks.check_score_function_gradient(exact, points=3) < 0.5
 
 
 def test_an_estimator_that_ignores_the_generator_loses_points():

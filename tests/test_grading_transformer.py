@@ -103,6 +103,16 @@ def test_patching_the_public_reference_does_not_fool_the_checker(monkeypatch):
         grading.check_scaled_dot_product_attention(wrong)
 
 
+def test_a_notebook_that_patches_torch_is_told_so(restore_torch):
+    def zeros(q, k, v, mask=None):
+        weights = torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype)
+        return weights @ v, weights
+
+    torch.allclose = lambda *args, **kwargs: True
+    with pytest.raises(CheckFailed, match="were modified in this notebook"):
+        grading.check_scaled_dot_product_attention(zeros)
+
+
 def test_partial_credit_is_the_passed_share_of_weights(capsys):
     def check(ok):
         if not ok:

@@ -102,12 +102,12 @@ def _tensor_from_json(spec: list) -> torch.Tensor:
 
 def wire_module(module: torch.nn.Module) -> dict:
     """An attnbook model as ``{"$build": ...}``: its class, its config dataclass and its weights."""
-    cls = type(module)
-    config = module.config
-    return {"$build": [f"{cls.__module__}.{cls.__qualname__}", {
-        "config": {"$build": [f"{type(config).__module__}.{type(config).__qualname__}",
-                              encode(dataclasses.asdict(config))]},
-        "$state": encode(module.state_dict()), "$training": module.training}]}
+    cls, config = type(module), module.config
+    built_config = {"$build": [f"{type(config).__module__}.{type(config).__qualname__}",
+                               encode(dataclasses.asdict(config))]}
+    kwargs = {"$dict": [["config", built_config], ["$state", encode(dict(module.state_dict()))],
+                        ["$training", module.training]]}
+    return {"$build": [f"{cls.__module__}.{cls.__qualname__}", kwargs]}
 
 
 def encode(value: object, *, handles: dict | None = None) -> object:
@@ -118,7 +118,7 @@ def encode(value: object, *, handles: dict | None = None) -> object:
         return [encode(v, handles=handles) for v in value]
     if isinstance(value, tuple) and type(value) in (tuple, torch.Size):
         return {"$tuple": [encode(v, handles=handles) for v in value]}
-    if type(value) is dict:
+    if isinstance(value, dict):  # an OrderedDict or a Counter crosses as a plain dict
         return {"$dict": [[encode(k, handles=handles), encode(v, handles=handles)] for k, v in value.items()]}
     if type(value) is torch.Tensor or (handles is None and isinstance(value, torch.Tensor)):
         return _tensor_to_json(value)

@@ -191,8 +191,7 @@ def _check(encode: Callable, decode: Callable) -> Callable:
 
 
 FORBIDDEN = (
-    "attnbook.tokenizers.encode_chunk", "attnbook.tokenizers.bpe.encode_chunk",
-    "attnbook.tokenizers.bpe._encode_chunk_heap", "attnbook.tokenizers.BPETokenizer",
+    "attnbook.tokenizers.bpe.encode_chunk", "attnbook.tokenizers.bpe._encode_chunk_heap",
     "attnbook.tokenizers.bpe.BPETokenizer",
 ) + LIBRARIES
 

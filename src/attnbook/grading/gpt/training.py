@@ -102,11 +102,9 @@ def _check(fn: Callable) -> Callable:
 
 
 FORBIDDEN = (
-    "attnbook.tokenizers.train_bpe", "attnbook.tokenizers.train_bpe_reference",
     "attnbook.tokenizers.training.train_bpe", "attnbook.tokenizers.training.train_bpe_reference",
-    "attnbook.tokenizers.training._train_on_words", "attnbook.tokenizers.bpe.train_bpe",
-    "attnbook.tokenizers.best_pair", "attnbook.tokenizers.training.best_pair",
-    "attnbook.tokenizers.BPETokenizer", "attnbook.tokenizers.bpe.BPETokenizer",
+    "attnbook.tokenizers.training._train_on_words", "attnbook.tokenizers.training.best_pair",
+    "attnbook.tokenizers.bpe.BPETokenizer",
 ) + LIBRARIES
 
 check_train_bpe = Part(name="check_train_bpe", visible=VISIBLE, hidden=HIDDEN, check=_check, forbidden=FORBIDDEN)

@@ -52,8 +52,10 @@ def per_row_stats(estimates: torch.Tensor, rows: int, copies: int):
 
 
 def spread_ratio(sd: torch.Tensor, ref_sd: torch.Tensor) -> torch.Tensor:
-    """Per row, the root of the summed variances of the estimates over the reference's: (rows,)."""
-    return (sd.pow(2).sum(-1) / ref_sd.pow(2).sum(-1).clamp_min(1e-30)).sqrt()
+    """Per row, the root of the summed variances of the estimates over the reference's: (rows,) (1 where the
+    reference does not vary: a row with one real key)."""
+    ref_var = ref_sd.pow(2).sum(-1)
+    return torch.where(ref_var > 0, sd.pow(2).sum(-1) / ref_var.clamp_min(1e-300), torch.ones_like(ref_var)).sqrt()
 
 
 def _soft_gradient(scores, values, f):

@@ -37,7 +37,8 @@ def _variants(ref, x, memory, tgt_mask, memory_mask):
                 for mode in ("pre", "no_residual", "norm_inside")]
     return variants + [
         ("the self-attention is not causal: target position t must not attend to the positions after it (use "
-         "causal_mask(T), combined with tgt_mask when there is one)", post(lambda h: ref.self_attn(h, mask=tgt_mask)[0], ca)),
+         "causal_mask(T), combined with tgt_mask when there is one)",
+         post(lambda h: ref.self_attn(h, mask=tgt_mask)[0], ca)),
         ("tgt_mask is ignored: combine the target padding mask with the causal mask, tgt_mask & causal_mask(T)",
          post(lambda h: ref.self_attn(h, is_causal=True)[0], ca)),
         ("cross-attention ignores memory_mask: the source padding must stay hidden from every target position",

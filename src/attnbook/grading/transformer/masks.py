@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -90,13 +91,10 @@ def _check_padding(padding_fn: Callable, ids: torch.Tensor, pad_id: int) -> None
 
 
 def _check(causal_fn: Callable, padding_fn: Callable) -> Callable:
-    def check_one(kind, *args):
-        if kind == "causal":
-            _check_causal(causal_fn, *args)
-        else:
-            _check_padding(padding_fn, *args)
-
-    return check_one
+    """check_one(kind, *args): a case of kind "causal" checks causal_mask, one of kind "padding" padding_mask."""
+    checks = {"causal": functools.partial(_check_causal, causal_fn),
+              "padding": functools.partial(_check_padding, padding_fn)}
+    return lambda kind, *args: checks[kind](*args)
 
 
 CHECK = Part(

@@ -22,7 +22,7 @@ def _causal(seed, lead, T, d_k, d_v, dtype=torch.float32):
 
 
 def _padded(seed, B, T, S, d_k, d_v, dtype=torch.float32, heads=None):
-    """A (B, 1, S) padding mask; with ``heads``, (B, heads, T, d) inputs split by a transpose and a (B, 1, 1, S) mask."""
+    """A (B, 1, S) padding mask; with ``heads``, (B, heads, T, d) inputs split by a transpose, a (B, 1, 1, S) mask."""
 
     def make():
         lead, swap = ((B,), None) if heads is None else ((B, heads), (1, 2))
