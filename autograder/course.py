@@ -2,14 +2,16 @@
 
     python autograder/course.py release            # solutions/ -> chapters/<id>/exercises.ipynb
     python autograder/course.py release --check    # fail if a committed student notebook is stale
-    python autograder/course.py grade SUBMISSIONS  # SUBMISSIONS/<student>/<assignment>/*.ipynb
+    python autograder/course.py grade [--jobs N] SUBMISSIONS  # SUBMISSIONS/<student>/<assignment>/*.ipynb
 
 ``grade`` copies the submissions into ``submitted/`` (adding and updating,
-never deleting), autogrades each student and assignment in its own nbgrader
-process (one broken or hostile notebook cannot cost another student a grade),
-writes HTML feedback without the hidden tests, and writes ``grades.csv`` with
-one row per student and assignment and one column per graded cell. Running it
-again regrades from the same submissions and writes the same files.
+never deleting), grades each one with the judge of :mod:`attnbook.grading.judge`
+(the student's code in a sandboxed worker, the comparisons and the scores in a
+clean judge process), ``--jobs`` submissions at once, writes the scores into
+the gradebook, ``results/<student>/<assignment>.json``, HTML feedback without
+the hidden tests, and ``grades.csv`` with one row per student and assignment
+and one column per graded cell. Running it again regrades from the same
+submissions and writes the same files, whatever ``--jobs`` is.
 
 ``--state DIR`` keeps the runtime state (release, submitted, autograded,
 feedback, gradebook.db) in DIR instead of the repository root.

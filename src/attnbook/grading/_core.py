@@ -192,7 +192,3 @@ def load_reference_parameters(module: torch.nn.Module, reference: torch.nn.Modul
         for name, param in theirs.items():
             mine[name].copy_(param)
 
-
-def fresh_module(name: str) -> types.ModuleType:
-    """A private copy of one module (see :func:`private_modules`)."""
-    return private_modules(name)[0]
