@@ -177,8 +177,6 @@ def _read_submission(path: Path):
 
 def _grade_one(job: tuple[str, str, str]) -> dict:
     """Grade one submission (in a judge process forked from the parent); returns its results."""
-    import nbformat
-
     from attnbook.grading import judge
 
     student, assignment, state = job
@@ -187,7 +185,7 @@ def _grade_one(job: tuple[str, str, str]) -> dict:
     nb, status = _read_submission(state / "submitted" / student / assignment / NOTEBOOK)
     parts, statuses = {}, [status] if status else []
     if nb is not None:
-        steps, statuses = plan(_source(assignment), nbformat.read(CHAPTERS / assignment / NOTEBOOK, 4), nb)
+        steps, statuses = plan(_source(assignment), _released(assignment), nb)
         results, notes = judge.grade_cells(steps, hidden=_hidden(state))
         statuses += notes + [f"review: {f}" for f in _flags(nb)]
         parts = {gid: vars(r) for gid, r in results.items()}
@@ -197,10 +195,19 @@ def _grade_one(job: tuple[str, str, str]) -> dict:
 
 
 @functools.cache
-def _source(assignment: str):
+def _read(folder: Path, assignment: str):
+    """The notebook of ``assignment`` in ``folder``, read once per process (callers never change it)."""
     import nbformat
 
-    return nbformat.read(SOLUTIONS / assignment / NOTEBOOK, as_version=4)
+    return nbformat.read(folder / assignment / NOTEBOOK, as_version=4)
+
+
+def _source(assignment: str):
+    return _read(SOLUTIONS, assignment)
+
+
+def _released(assignment: str):
+    return _read(CHAPTERS, assignment)
 
 
 def _hidden(state: Path) -> list[Path]:
@@ -288,8 +295,7 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int) -> int:
         if nb is not None:
             graded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
             graded.parent.mkdir(parents=True, exist_ok=True)
-            released = nbformat.read(CHAPTERS / assignment / NOTEBOOK, 4)
-            nbformat.write(_feedback_notebook(nb, result["parts"], released), graded)
+            nbformat.write(_feedback_notebook(nb, result["parts"], _released(assignment)), graded)
     log = nbgrader.state / "grading.log"
     with open(log, "w") as fh:
         for assignment in sorted({a for _, a in pairs}):

@@ -189,16 +189,24 @@ def _reference_estimator(scores, values, f, n, generator=None):
     return attnbook.hard_attention.score_function_gradient(scores, values, f, n, generator=generator)
 
 
+def _estimate_stats(estimator, case, seed):
+    """Per-row mean and spread of ``estimator``'s estimates on ``case``, and the reference's spread."""
+    _, scores, values, f, n, rows, copies, _ = case.make()
+
+    def stats(fn, s):
+        return score_function_gradient.per_row_stats(_common.seeded(s, fn, scores, values, f, n), rows, copies)
+
+    mean, sd = stats(estimator, seed)
+    return mean, sd, stats(attnbook.hard_attention.score_function_gradient, seed + 7)[1]
+
+
 def test_estimator_check_margins():
     """A right estimator stays far inside the tolerance; a biased or baseline-free one lands far outside."""
     ref = attnbook.hard_attention.score_function_gradient
 
     def ratio(estimator, case, seed):
+        mean, _, ref_sd = _estimate_stats(estimator, case, seed)
         _, scores, values, f, n, rows, copies, _ = case.make()
-        mean, _ = score_function_gradient.per_row_stats(_common.seeded(seed, estimator, scores, values, f, n),
-                                                        rows, copies)
-        _, ref_sd = score_function_gradient.per_row_stats(_common.seeded(seed + 7, ref, scores, values, f, n),
-                                                          rows, copies)
         expected = attnbook.hard_attention.exact_gradient(scores[:rows].double(), values[:rows].double(), f)
         tol = 1.25 * _common.Z * ref_sd / math.sqrt(copies) + 1e-5
         return ((mean - expected).abs() / tol).max().item()
@@ -227,11 +235,7 @@ def test_estimator_spread_margins():
     part = checks.check_score_function_gradient
 
     def spread(estimator, case, seed):
-        _, scores, values, f, n, rows, copies, _ = case.make()
-        _, sd = score_function_gradient.per_row_stats(_common.seeded(seed, estimator, scores, values, f, n),
-                                                      rows, copies)
-        _, ref_sd = score_function_gradient.per_row_stats(_common.seeded(seed + 7, ref, scores, values, f, n),
-                                                          rows, copies)
+        _, sd, ref_sd = _estimate_stats(estimator, case, seed)
         return score_function_gradient.spread_ratio(sd, ref_sd)
 
     def twice(scores, values, f, n, generator=None):

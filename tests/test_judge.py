@@ -13,7 +13,6 @@ import torch
 from attnbook.grading import _wire, judge, sandbox
 from attnbook.grading._compare import close, require_tensor
 from attnbook.grading._core import private_modules, run_student
-from attnbook.grading._remote import Worker
 from attnbook.grading.engine import Case, Part
 from attnbook.grading.errors import CheckFailed
 
@@ -55,10 +54,7 @@ def sdpa(q, k, v):
 
 def grade(source, tmp_path, monkeypatch, seconds=20):
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", str(seconds))
-    sandbox.prepare(tmp_path)
-    command, cwd = sandbox.worker_command(tmp_path, [ROOT])
-    worker = Worker(command, cwd=cwd, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-                    part_timeout=seconds, preexec=sandbox.apply_limits)
+    worker = judge.open_worker(tmp_path, [ROOT])
     try:
         calls = [judge.TestCall(PART, ("sdpa",), None), judge.TestCall(PART, ("sdpa",), 3)]
         result = judge.judge_part(worker, [source], calls, 3)

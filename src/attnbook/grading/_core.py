@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from ._compare import close, max_abs_diff, require_tensor, verify_toolkit  # noqa: F401 - re-exported
 from ._traps import ReferenceCalled, references_trapped
 from .errors import CheckFailed
 

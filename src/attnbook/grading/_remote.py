@@ -31,7 +31,7 @@ class WorkerGone(Exception):
 
 
 def _exit_status(code: int) -> str:
-    if code in (-signal.SIGKILL, -signal.SIGSEGV, 137) or code == -signal.SIGABRT:
+    if code in (-signal.SIGKILL, -signal.SIGSEGV, -signal.SIGABRT, 137):
         return f"memory limit exceeded or crashed (exit {code})"
     if code in (-signal.SIGXCPU, 152):
         return "time limit (CPU) exceeded"

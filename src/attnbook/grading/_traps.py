@@ -16,10 +16,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-
-class ReferenceCalled(RuntimeError):
-    """Raised inside the student's code when it calls a forbidden reference."""
-
+from ._wire import ReferenceCalled  # the worker's stubs raise the same class
 
 def _resolve(path: str) -> tuple[object, str]:
     """'torch.nn.functional.softmax' -> (torch.nn.functional module, 'softmax')."""

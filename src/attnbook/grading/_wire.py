@@ -49,7 +49,10 @@ class WireError(ValueError):
 
 
 class ReferenceCalled(RuntimeError):
-    """Raised in the worker by a stubbed reference or a refused kernel; the message is its name."""
+    """Raised when the student's code reaches a forbidden reference; the message is its name.
+
+    In the worker, by a stubbed reference or a refused kernel; in a notebook, by a trap of :mod:`._traps`.
+    """
 
 
 CALLED: list[str] = []  # what the worker's student code reached, for the review flags

@@ -52,8 +52,13 @@ class TestCall:
     points: float | None
 
 
-def parse_test_cell(source: str) -> list[TestCall]:
-    """The check calls of a test cell; :class:`ValueError` for any other kind of statement."""
+@functools.cache
+def parse_test_cell(source: str) -> tuple[TestCall, ...]:
+    """The check calls of a test cell; :class:`ValueError` for any other kind of statement.
+
+    Cached: a class's submissions share their test cells, and judges forked after a first parse
+    inherit it.
+    """
     imported, calls = {}, []
     for node in ast.parse(source).body:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
@@ -72,7 +77,7 @@ def parse_test_cell(source: str) -> list[TestCall]:
         raise ValueError(f"a test cell may only import checks and call them (line {node.lineno})")
     if not calls or not all(isinstance(c.check, Part) for c in calls):
         raise ValueError("a test cell must call a check (an attnbook.grading Part)")
-    return calls
+    return tuple(calls)
 
 
 # ---------------------------------------------------------- worker's attnbook
@@ -135,7 +140,7 @@ class Result:
     message: str
 
 
-def judge_part(worker: Worker, cells: list[str], calls: list[TestCall], max_score: float) -> Result:
+def judge_part(worker: Worker, cells: list[str], calls: tuple[TestCall, ...], max_score: float) -> Result:
     """Grade one test cell: start its part in the worker, run its calls here on proxies."""
     forbidden = tuple(sorted({name for c in calls for name in c.check.forbidden}))
     kernels = sorted({k for c in calls for k in c.check.kernels})
@@ -163,18 +168,23 @@ def judge_part(worker: Worker, cells: list[str], calls: list[TestCall], max_scor
     return Result(round(score, 2), float(max_score), out.getvalue().strip())
 
 
+def open_worker(workdir: Path, hidden: list[Path]) -> Worker:
+    """A worker (not yet started) for the sandbox folder ``workdir``, with ``hidden`` out of its sight."""
+    sandbox.prepare(workdir)
+    command, cwd = sandbox.worker_command(workdir, hidden)
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "HOME": str(workdir),
+           "IPYTHONDIR": f"{workdir}/.ipython"}
+    return Worker(command, cwd=cwd, env=env, part_timeout=sandbox.limits()["part_seconds"],
+                  preexec=sandbox.apply_limits)
+
+
 def grade_cells(plan: list, hidden: list[Path]) -> tuple[dict[str, Result], list[str]]:
     """Grade a submission given as ``plan``: a list of ("cell", source) and ("test", grade_id, source, points).
 
     Returns grade_id -> :class:`Result` and the status notes.
     """
     with tempfile.TemporaryDirectory(prefix="attnbook-sandbox-") as workdir:
-        sandbox.prepare(Path(workdir))
-        command, cwd = sandbox.worker_command(Path(workdir), hidden)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "HOME": workdir,
-               "IPYTHONDIR": f"{workdir}/.ipython"}
-        worker = Worker(command, cwd=cwd, env=env, part_timeout=sandbox.limits()["part_seconds"],
-                        preexec=sandbox.apply_limits)
+        worker = open_worker(Path(workdir), hidden)
         results, cells = {}, []
         try:
             for step in plan:
