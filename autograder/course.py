@@ -296,6 +296,9 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int) -> int:
             graded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
             graded.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(_feedback_notebook(nb, result["parts"], _released(assignment)), graded)
+            for extra in (submitted / student / assignment).iterdir():  # timestamp.txt, the exchange's secret
+                if extra.is_file() and extra.name != NOTEBOOK:
+                    shutil.copy2(extra, graded.parent / extra.name)
     log = nbgrader.state / "grading.log"
     with open(log, "w") as fh:
         for assignment in sorted({a for _, a in pairs}):

@@ -110,10 +110,12 @@ def test_a_crash_costs_the_part_and_says_why(source, status, tmp_path, monkeypat
 
 @pytest.mark.skipif(sandbox.isolation() == "none", reason="bubblewrap is not installed here")
 def test_the_course_files_are_out_of_reach(tmp_path, monkeypatch):
+    reference = str(ROOT / "src" / "attnbook" / "attention.py")  # any checkout: only the environment is seen
     source = ("import os\ndef sdpa(q, k, v):\n"
-              f"    raise RuntimeError(str(os.listdir({str(ROOT)!r})) + str(os.getuid()))")
+              f"    raise RuntimeError(str(os.listdir({str(ROOT)!r})) + str(os.getuid())"
+              f" + str(os.path.exists({reference!r})))")
     result, _ = grade(source, tmp_path, monkeypatch)
-    assert "solutions" not in result.message and "65534" in result.message
+    assert "solutions" not in result.message and "65534False" in result.message
 
 
 def test_wire_refuses_to_build_anything_outside_attnbook():

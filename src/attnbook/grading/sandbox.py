@@ -1,11 +1,10 @@
 """The sandbox a submission's worker runs in: bubblewrap when it works here, resource limits always.
 
-With bubblewrap (Debian's ``bubblewrap``), the worker sees the machine
-read-only, with the course folder, the grading state and attnbook's own
-source hidden behind empty folders (the virtual environment is shown again,
-read-only), a private ``/tmp``, no network, its own process and user
-namespaces (it runs as ``nobody``), and no capabilities; when it ends, every
-process it started ends with it. Without bubblewrap, only the limits and the
+With bubblewrap (Debian's ``bubblewrap``), the worker sees only the system
+folders, the Python installation and the virtual environment, read-only
+(attnbook's own source hidden if it lies there), a private ``/tmp``, no
+network, its own process and user namespaces (it runs as ``nobody``), and no
+capabilities; when it ends, every process it started ends with it. Without bubblewrap, only the limits and the
 process group apply: say so where grades are reported (:func:`isolation`).
 
 Limits (environment variables, for the whole worker):
@@ -57,18 +56,31 @@ def isolation() -> str:
     return "bubblewrap" if probe.returncode == 0 else "none"
 
 
+def _visible() -> list[Path]:
+    """What the worker sees of the machine, read-only: the system, Python and the virtual environment."""
+    system = [Path(p) for p in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc")]
+    return [*system, Path(sys.base_prefix).resolve(), Path(sys.prefix)]
+
+
 def worker_command(workdir: Path, hidden: list[Path], python: str = sys.executable) -> tuple[list[str], str]:
-    """(command, cwd) that starts ``workdir/_worker.py`` in the sandbox, with ``hidden`` folders emptied."""
+    """(command, cwd) that starts ``workdir/_worker.py`` in the sandbox.
+
+    The worker sees only :func:`_visible` (an allow-list: the course, the
+    grading state, home folders and other checkouts are simply not there), and
+    of that, not the ``hidden`` folders (attnbook's own source, when it is
+    installed inside the environment).
+    """
     if isolation() == "none":
         return [python, "-I", str(workdir / "_worker.py")], str(workdir)
-    venv = Path(sys.prefix)
-    cmd = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    visible = [p for p in _visible() if p.exists()]
+    cmd = [shutil.which("bwrap")]
+    for folder in visible:
+        cmd += ["--ro-bind", str(folder), str(folder)]
     for folder in hidden:
-        if folder.exists():
+        if folder.is_dir() and any(folder.is_relative_to(v) and folder != v for v in visible):
             cmd += ["--tmpfs", str(folder)]
-            if venv.is_relative_to(folder):
-                cmd += ["--ro-bind", str(venv), str(venv)]
-    cmd += ["--bind", str(workdir), SANDBOX, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+    cmd += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(workdir), SANDBOX,
+            "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", SANDBOX,
             "--setenv", "HOME", SANDBOX, "--setenv", "TMPDIR", SANDBOX, "--setenv", "IPYTHONDIR", f"{SANDBOX}/.ipython",
             "--", python, "-I", f"{SANDBOX}/_worker.py"]
