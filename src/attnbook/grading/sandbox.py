@@ -73,13 +73,13 @@ def worker_command(workdir: Path, hidden: list[Path], python: str = sys.executab
     if isolation() == "none":
         return [python, "-I", str(workdir / "_worker.py")], str(workdir)
     visible = [p for p in _visible() if p.exists()]
-    cmd = [shutil.which("bwrap")]
-    for folder in visible:
+    cmd = [shutil.which("bwrap"), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]  # before the binds:
+    for folder in visible:  # the environment may live under /tmp (a fresh clone there)
         cmd += ["--ro-bind", str(folder), str(folder)]
     for folder in hidden:
         if folder.is_dir() and any(folder.is_relative_to(v) and folder != v for v in visible):
             cmd += ["--tmpfs", str(folder)]
-    cmd += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(workdir), SANDBOX,
+    cmd += ["--bind", str(workdir), SANDBOX,
             "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", SANDBOX,
             "--setenv", "HOME", SANDBOX, "--setenv", "TMPDIR", SANDBOX, "--setenv", "IPYTHONDIR", f"{SANDBOX}/.ipython",
