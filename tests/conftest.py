@@ -1,7 +1,13 @@
-"""Shared test set-up: GPU tests are skipped where no CUDA device is present."""
+"""Shared test set-up: GPU tests are skipped where no CUDA device is present, and
+the helpers beside the tests (``oracles``, ``exercise_harness``) are importable."""
+
+import sys
+from pathlib import Path
 
 import pytest
 import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_collection_modifyitems(config, items):
