@@ -1,0 +1,43 @@
+"""BERT: a bidirectional Transformer encoder, pretrained by masked language modelling.
+
+Modules, small to large:
+
+- :mod:`.config` -- :class:`BertConfig` and its presets (``"bert-base"``,
+  ``"bert-large"``, ``"cpu-tiny"``).
+- :mod:`.model` -- :class:`BertEmbeddings`, :class:`BertPooler`,
+  :class:`BertModel` (built on chapter 2's encoder blocks).
+- :mod:`.heads` -- :class:`BertForPreTraining` (MLM + NSP) and
+  :class:`BertForSequenceClassification`.
+- :mod:`.masking` -- :func:`mask_tokens` (15 %, 80/10/10) and :func:`mlm_loss`.
+- :mod:`.nsp` -- :func:`make_nsp_pairs`.
+- :mod:`.freezing` -- :func:`freeze_all_but_top`.
+
+>>> model = BertModel(BertConfig.preset("bert-base"))
+>>> f"{model.num_params():,}"
+'109,482,240'
+"""
+
+from .config import BERT_PRESETS, BertConfig
+from .freezing import freeze_all_but_top
+from .heads import BertForPreTraining, BertForSequenceClassification, BertLMPredictionHead
+from .masking import IGNORE_INDEX, mask_tokens, mlm_loss
+from .model import BertEmbeddings, BertModel, BertPooler, estimate_flops_per_token, init_bert_weights
+from .nsp import make_nsp_pairs
+
+__all__ = [
+    "BertConfig",
+    "BERT_PRESETS",
+    "BertEmbeddings",
+    "BertPooler",
+    "BertModel",
+    "init_bert_weights",
+    "estimate_flops_per_token",
+    "BertLMPredictionHead",
+    "BertForPreTraining",
+    "BertForSequenceClassification",
+    "IGNORE_INDEX",
+    "mask_tokens",
+    "mlm_loss",
+    "make_nsp_pairs",
+    "freeze_all_but_top",
+]
