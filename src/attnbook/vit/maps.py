@@ -1,0 +1,86 @@
+"""What a ViT looks at: per-layer attention maps and attention rollout.
+
+``attention_maps`` -> ``attention_rollout``. A single layer's map from the
+class token (row 0) to the patches shows where that layer reads from, but the
+tokens it reads are already mixtures of the input. *Attention rollout* follows
+the mixing through the stack: each layer's heads are fused into one (B, T, T)
+matrix, the identity is added for the residual connection (half of what a
+token carries is itself), rows are renormalised to sum to 1, and the layers'
+matrices are multiplied, first layer on the right. Row 0 of the product says
+how much of the class token's final state flows from each input token.
+
+Shape legend: ``B`` batch, ``nh`` heads, ``T = 1 + N`` tokens.
+
+Reference: Abnar & Zuidema, *Quantifying Attention Flow in Transformers*
+(2020), https://arxiv.org/abs/2005.00928, section 3.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnbook.vit.model import ViT
+
+__all__ = ["attention_maps", "attention_rollout"]
+
+_FUSIONS = ("mean", "max", "min")
+
+
+@torch.no_grad()
+def attention_maps(model: ViT, images: torch.Tensor) -> list[torch.Tensor]:
+    """The attention weights of every block: a list of ``depth`` tensors (B, nh, 1+N, 1+N).
+
+    Runs the model once with ``need_weights=True`` (call ``model.eval()`` first
+    for maps without dropout); each row sums to 1.
+
+    >>> from attnbook.vit import ViTConfig
+    >>> model = ViT(ViTConfig.preset("cpu-digits", depth=2)).eval()
+    >>> maps = attention_maps(model, torch.randn(3, 1, 8, 8))
+    >>> len(maps), maps[0].shape
+    (2, torch.Size([3, 4, 5, 5]))
+    """
+    if not isinstance(model, ViT):
+        raise TypeError(f"model must be an attnbook.vit.ViT, got {type(model).__name__}")
+    model.forward_features(images, need_weights=True)
+    maps = [block.attn_weights for block in model.blocks]
+    for block in model.blocks:
+        block.attn_weights = None  # do not keep (B, nh, T, T) tensors alive in the model
+    return maps
+
+
+def attention_rollout(
+    maps: list[torch.Tensor], head_fusion: str = "mean", add_residual: bool = True
+) -> torch.Tensor:
+    """Roll attention out through the layers: (B, T, T), every row summing to 1.
+
+    ``head_fusion`` (``"mean"``, ``"max"`` or ``"min"``) fuses the heads of each
+    (B, nh, T, T) map; ``add_residual`` adds the identity before each layer's
+    rows are renormalised. Returns ``A_L ... A_2 A_1``.
+
+    >>> a = torch.tensor([[[[0.0, 1.0], [0.0, 1.0]]]])   # (B=1, nh=1, T=2, T): all on token 1
+    >>> attention_rollout([a])[0]                       # (A + I) / 2
+    tensor([[0.5000, 0.5000],
+            [0.0000, 1.0000]])
+    >>> attention_rollout([a, a], add_residual=False)[0]
+    tensor([[0., 1.],
+            [0., 1.]])
+    """
+    if head_fusion not in _FUSIONS:
+        raise ValueError(f"head_fusion must be one of {_FUSIONS}, got {head_fusion!r}")
+    if not isinstance(maps, (list, tuple)) or not maps:
+        raise ValueError("maps must be a non-empty list of (B, nh, T, T) attention weights, one per layer")
+    shape = maps[0].shape if isinstance(maps[0], torch.Tensor) else None
+    for i, a in enumerate(maps):
+        if not isinstance(a, torch.Tensor) or a.dim() != 4 or a.shape[-1] != a.shape[-2] or a.shape != shape:
+            got = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
+            raise ValueError(f"maps[{i}] must have the shape (B, nh, T, T) shared by all layers, got {got}")
+    T = shape[-1]
+    eye = torch.eye(T, dtype=maps[0].dtype, device=maps[0].device)  # (T, T)
+    rollout = None
+    for a in maps:  # a: (B, nh, T, T) -> fused: (B, T, T)
+        fused = a.mean(dim=1) if head_fusion == "mean" else a.amax(dim=1) if head_fusion == "max" else a.amin(dim=1)
+        if add_residual:
+            fused = fused + eye
+        fused = fused / fused.sum(dim=-1, keepdim=True)  # rows sum to 1 again
+        rollout = fused if rollout is None else fused @ rollout  # (B, T, T): later layers on the left
+    return rollout
