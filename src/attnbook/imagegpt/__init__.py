@@ -1,0 +1,63 @@
+"""ImageGPT (chapter 5): images as sequences of pixel tokens, modelled by chapter 4's GPT.
+
+Small to large: colour palettes (:mod:`~attnbook.imagegpt.palette`), raster
+order (:mod:`~attnbook.imagegpt.sequence`), the model and bits per dimension
+(:mod:`~attnbook.imagegpt.model`), sampling and completion
+(:mod:`~attnbook.imagegpt.sampling`), PixelCNN's masked convolutions
+(:mod:`~attnbook.imagegpt.pixelcnn`) and linear probes
+(:mod:`~attnbook.imagegpt.probe`).
+
+>>> import torch
+>>> from attnbook.imagegpt import quantize_9bit, to_sequence
+>>> img = torch.zeros(1, 3, 2, 2, dtype=torch.uint8)
+>>> to_sequence(quantize_9bit(img)).shape        # 2 x 2 pixels -> 4 tokens
+torch.Size([1, 4])
+"""
+
+
+
+from .model import IMAGEGPT_PRESETS, ImageGPT, ImageGPTConfig, bits_per_dim
+from .palette import (
+    dequantize_9bit,
+    grey_levels,
+    kmeans_inertia,
+    kmeans_palette,
+    nearest_colour,
+    palette_dequantize,
+    palette_quantize,
+    psnr,
+    quantize_9bit,
+)
+from .pixelcnn import MaskedConv2d, PixelCNN, pixelcnn_mask
+from .probe import layer_features, linear_probe
+from .sampling import complete, evaluate_bits_per_dim, next_pixel_loss, pixel_logits, sample_images
+from .sequence import from_sequence, sequence_cost, to_sequence
+
+__all__ = [
+    "quantize_9bit",
+    "dequantize_9bit",
+    "grey_levels",
+    "kmeans_palette",
+    "kmeans_inertia",
+    "nearest_colour",
+    "palette_quantize",
+    "palette_dequantize",
+    "psnr",
+    "to_sequence",
+    "from_sequence",
+    "sequence_cost",
+    "ImageGPTConfig",
+    "IMAGEGPT_PRESETS",
+    "ImageGPT",
+    "bits_per_dim",
+    "pixel_logits",
+    "next_pixel_loss",
+    "evaluate_bits_per_dim",
+    "complete",
+    "sample_images",
+    "pixelcnn_mask",
+    "MaskedConv2d",
+    "PixelCNN",
+    "layer_features",
+    "linear_probe",
+]

@@ -1,0 +1,179 @@
+"""Training loss, evaluation and sampling for any next-pixel model (ImageGPT or PixelCNN).
+
+Both models answer one question, :func:`pixel_logits`: for every pixel of a
+token image (B, H, W), scores (B, H, W, V) for its value given the pixels
+before it in raster order. On top of it:
+
+* :func:`next_pixel_loss` -- the training loss (nats), shaped for
+  :func:`attnbook.train.fit`'s ``loss_fn(model, batch)``;
+* :func:`evaluate_bits_per_dim` -- bits per dimension over a data set;
+* :func:`complete` -- keep the top ``rows_kept`` rows and sample the rest,
+  one pixel at a time in raster order, each from ``p(x_t | x_<t)``;
+* :func:`sample_images` -- the same from an empty canvas.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from attnbook._checks import positive_int, token_ids
+from attnbook.gpt import next_token_probs
+
+from .model import ImageGPT, bits_per_dim
+from .pixelcnn import PixelCNN
+from .sequence import to_sequence
+
+__all__ = ["pixel_logits", "next_pixel_loss", "evaluate_bits_per_dim", "complete", "sample_images"]
+
+
+def _model(model: object) -> ImageGPT | PixelCNN:
+    if not isinstance(model, (ImageGPT, PixelCNN)):
+        raise TypeError(f"model must be an ImageGPT or a PixelCNN, got {type(model).__name__}")
+    return model
+
+
+def _vocab(model: ImageGPT | PixelCNN) -> int:
+    return model.config.vocab_size if isinstance(model, ImageGPT) else model.vocab_size
+
+
+def _images(name: str, tokens: object, model: ImageGPT | PixelCNN) -> torch.Tensor:
+    tokens = token_ids(name, tokens)
+    if tokens.dim() != 3 or tokens.numel() == 0:
+        raise ValueError(f"{name} must have shape (B, H, W) and not be empty, got {tuple(tokens.shape)}")
+    if isinstance(model, ImageGPT):
+        want = (model.config.height, model.config.width)
+        if tuple(tokens.shape[1:]) != want:
+            raise ValueError(f"{name} must be (B, {want[0]}, {want[1]}) images for this model, got {tuple(tokens.shape)}")
+    return token_ids(name, tokens, _vocab(model))
+
+
+def pixel_logits(model: ImageGPT | PixelCNN, tokens: torch.Tensor) -> torch.Tensor:
+    """Logits (B, H, W, V): at ``(r, c)``, scores for that pixel given the pixels before it.
+
+    >>> _ = torch.manual_seed(0)
+    >>> pixel_logits(PixelCNN(8, channels=8, n_layers=1), torch.randint(8, (2, 4, 4))).shape
+    torch.Size([2, 4, 4, 8])
+    """
+    model = _model(model)
+    tokens = _images("tokens", tokens, model)
+    if isinstance(model, PixelCNN):
+        return model(tokens)
+    B, H, W = tokens.shape
+    return model(to_sequence(tokens)).view(B, H, W, -1)  # (B, H*W, V) -> (B, H, W, V)
+
+
+def next_pixel_loss(model: ImageGPT | PixelCNN, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy (nats) of every pixel of ``tokens`` (B, H, W) given the pixels before it.
+
+    Its signature is ``fit``'s ``loss_fn(model, batch)``; divide by ``ln 2`` for bits per dimension.
+
+    >>> _ = torch.manual_seed(0)
+    >>> model = PixelCNN(8, channels=8, n_layers=1)
+    >>> 1.5 < next_pixel_loss(model, torch.randint(8, (2, 4, 4))).item() < 2.6   # about ln 8 = 2.08
+    True
+    """
+    logits = pixel_logits(model, tokens)  # (B, H, W, V)
+    return F.cross_entropy(logits.flatten(0, 2).float(), tokens.to(logits.device).flatten())  # (BHW, V), (BHW,)
+
+
+@torch.no_grad()
+def evaluate_bits_per_dim(model: ImageGPT | PixelCNN, tokens: torch.Tensor, *, batch_size: int = 256) -> float:
+    """Bits per dimension of ``model`` on the token images (N, H, W), in eval mode, without gradients.
+
+    >>> from attnbook.imagegpt import ImageGPTConfig
+    >>> _ = torch.manual_seed(0)
+    >>> model = ImageGPT(ImageGPTConfig.preset("digits-8x8"))
+    >>> 2.9 < evaluate_bits_per_dim(model, torch.randint(8, (10, 8, 8))) < 3.1   # uniform: log2 8 = 3
+    True
+    """
+    model = _model(model)
+    tokens = _images("tokens", tokens, model)
+    positive_int("batch_size", batch_size)
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    try:
+        for batch in tokens.split(batch_size):
+            batch = batch.to(device)
+            total += bits_per_dim(pixel_logits(model, batch), batch).item() * batch.numel()
+    finally:
+        model.train(was_training)
+    return total / tokens.numel()
+
+
+@torch.no_grad()
+def complete(
+    model: ImageGPT | PixelCNN,
+    tokens: torch.Tensor,
+    rows_kept: int,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Keep the first ``rows_kept`` rows of ``tokens`` (B, H, W) and sample the others pixel by pixel.
+
+    Pixel ``t`` (raster order) is drawn from the model's ``p(x_t | x_<t)`` with
+    its logits divided by ``temperature`` (``0``: the most likely value), and
+    written into the canvas before pixel ``t + 1`` is scored. The kept rows are
+    copied, never changed; the values of the other rows in ``tokens`` are
+    ignored. ``generator`` (on the model's device) makes a draw repeatable. Runs
+    in eval mode and restores the mode. Returns (B, H, W) ids on the model's device.
+
+    >>> from attnbook.imagegpt import ImageGPTConfig
+    >>> _ = torch.manual_seed(0)
+    >>> model = ImageGPT(ImageGPTConfig.preset("digits-8x8"))
+    >>> images = torch.randint(8, (3, 8, 8))
+    >>> done = complete(model, images, rows_kept=4, generator=torch.Generator().manual_seed(0))
+    >>> torch.equal(done[:, :4], images[:, :4]), done.shape
+    (True, torch.Size([3, 8, 8]))
+    """
+    model = _model(model)
+    tokens = _images("tokens", tokens, model)
+    B, H, W = tokens.shape
+    if isinstance(rows_kept, bool) or not isinstance(rows_kept, int) or not 0 <= rows_kept <= H:
+        raise ValueError(f"rows_kept must be an int in 0..H = 0..{H}, got {rows_kept!r}")
+    device = next(model.parameters()).device
+    canvas = to_sequence(tokens).to(device, copy=True)  # (B, H*W): written in place, tokens untouched
+    was_training = model.training
+    model.eval()
+    try:
+        for t in range(rows_kept * W, H * W):
+            if isinstance(model, ImageGPT):
+                last = model(canvas[:, : t + 1])[:, t]  # (B, V): sees canvas[:, :t] only
+            else:
+                last = model(canvas.view(B, H, W))[:, t // W, t % W]  # (B, V)
+            probs = next_token_probs(last, temperature)  # (B, V)
+            canvas[:, t] = torch.multinomial(probs, 1, generator=generator)[:, 0]
+    finally:
+        model.train(was_training)
+    return canvas.view(B, H, W)  # (B, H*W) -> (B, H, W)
+
+
+def sample_images(
+    model: ImageGPT | PixelCNN,
+    n: int,
+    H: int | None = None,
+    W: int | None = None,
+    generator: torch.Generator | None = None,
+    *,
+    temperature: float = 1.0,
+) -> torch.Tensor:
+    """``n`` new token images (n, H, W), every pixel sampled (``complete`` with no rows kept).
+
+    ``H`` and ``W`` default to an ImageGPT's image size (a PixelCNN needs them).
+
+    >>> from attnbook.imagegpt import ImageGPTConfig
+    >>> _ = torch.manual_seed(0)
+    >>> sample_images(ImageGPT(ImageGPTConfig.preset("digits-8x8")), 2).shape
+    torch.Size([2, 8, 8])
+    """
+    model = _model(model)
+    positive_int("n", n)
+    if isinstance(model, ImageGPT):
+        H = model.config.height if H is None else H
+        W = model.config.width if W is None else W
+    if H is None or W is None:
+        raise ValueError("a PixelCNN has no fixed image size: pass H and W")
+    blank = torch.zeros(n, positive_int("H", H), positive_int("W", W), dtype=torch.long)
+    return complete(model, blank, 0, temperature, generator)
