@@ -12,8 +12,12 @@ Modules, small to large:
 - :mod:`.nsp` -- :func:`make_nsp_pairs`.
 - :mod:`.freezing` -- :func:`freeze_all_but_top`.
 
->>> model = BertModel(BertConfig.preset("bert-base"))
->>> f"{model.num_params():,}"
+>>> import torch
+>>> with torch.device("meta"):                                  # sizes only, no memory
+...     model = BertForPreTraining(BertConfig.preset("bert-base"))  # the paper's "110M"
+>>> f"{sum(p.numel() for p in model.parameters()):,}"          # the tied decoder counted once
+'110,106,428'
+>>> f"{model.bert.num_params():,}"                              # the encoder without the heads
 '109,482,240'
 """
 

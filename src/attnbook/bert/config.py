@@ -97,9 +97,9 @@ class BertConfig:
 
 
 BERT_PRESETS: dict[str, dict[str, object]] = {
-    # BERT-base: 110M parameters (109,482,240 in BertModel), Devlin et al. Table/section 3
+    # BERT-base: 110M parameters (110,106,428 with the pretraining heads; 109,482,240 in BertModel)
     "bert-base": dict(),
-    # BERT-large: 340M parameters (335,141,888 in BertModel)
+    # BERT-large: "340M" in the paper (336,226,108 with the pretraining heads; 335,141,888 in BertModel)
     "bert-large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
     # BERT-Tiny (Turc et al. 2019) with 128 positions: the chapter's model on a 2-core CPU;
     # pass the vocabulary of your tokenizer as vocab_size

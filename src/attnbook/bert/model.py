@@ -217,7 +217,11 @@ class BertModel(nn.Module):
         self.apply(lambda m: init_bert_weights(m, cfg.initializer_range))
 
     def num_params(self) -> int:
-        """Number of parameters; 109,482,240 (110M) for ``BertConfig.preset("bert-base")``."""
+        """Number of parameters: 109,482,240 for ``BertConfig.preset("bert-base")``.
+
+        The paper's "110M" counts the pretraining heads too: 110,106,428 in
+        :class:`attnbook.bert.BertForPreTraining` (the tied decoder once).
+        """
         return sum(p.numel() for p in self.parameters())
 
     def forward(
