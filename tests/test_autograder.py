@@ -102,8 +102,21 @@ def test_no_process_outlives_its_submission(graded):
     assert strays.stdout == ""
 
 
-def test_regrading_serially_gives_the_same_csv_and_loses_nothing(graded, tmp_path):
-    submissions, state = graded
+def test_regrading_serially_gives_the_same_csv_and_loses_nothing(tmp_path):
+    """A small class of two assignments (blank, solution and a wrong answer each),
+    graded two at a time, then again one at a time after a late batch: the same grades.csv, every
+    submission kept. (The whole catalogue would take minutes more and test nothing more here.)"""
+    two = sorted({a["assignment"] for a in catalogue.ANSWERS.values()})[:2]
+    picked = {}
+    for name, answer in catalogue.ANSWERS.items():
+        wrong = "full" not in answer["expected"].values()
+        if answer["assignment"] in two and wrong and not answer.get("hostile"):
+            picked.setdefault(answer["assignment"], name)
+    submissions, state = tmp_path / "submissions", tmp_path / "state"
+    catalogue.build_submissions(submissions, {name: catalogue.ANSWERS[name] for name in picked.values()})
+    assert len(picked) == 2
+    done = course("--state", str(state), "grade", "--jobs", "2", str(submissions))
+    assert done.returncode == 0, done.stdout + done.stderr
     first = (state / "grades.csv").read_text()
     late = tmp_path / "late"  # a second batch of one student: the others stay submitted and graded
     shutil.copytree(submissions / "solution", late / "solution")
