@@ -1,0 +1,193 @@
+"""Part 6: DETR's matching: ``matching_cost(...) -> (Q, M)`` and ``hungarian_match(cost) -> (rows, cols)``.
+
+``matching_cost(pred_logits (Q, K), pred_boxes (Q, 4), tgt_labels (M,), tgt_boxes (M, 4),
+w_class=1, w_l1=5, w_giou=2)`` is ``-w_class softmax(logits)[:, label] + w_l1 L1(boxes) -
+w_giou GIoU(xyxy boxes)``; boxes are (cx, cy, w, h). It is compared with the reference and the
+usual mistakes (log-probabilities, raw logits, a sign flipped, GIoU on unconverted boxes,
+plain IoU, weights ignored). ``hungarian_match`` must return ``min(n, m)`` pairs, one-to-one,
+of least total cost (ties may be broken any way); a row-wise argmin that gives two rows one
+column, or a greedy assignment that is one-to-one but not the cheapest, is named.
+
+>>> kind, args, weights = CHECK.visible[1].make()
+>>> kind, tuple(args[0].shape)
+('assignment', (4, 4))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .._compare import close, require_tensor
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..gpt._common import available
+from ..steps import require_shape, require_unchanged, snapshot
+from ._common import VIT
+
+DEFAULTS = (1.0, 5.0, 2.0)  # w_class, w_l1, w_giou
+
+
+def _cost_case(seed, Q, M, K, weights=None, dtype=torch.float32):
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        logits = 2.0 * torch.randn(Q, K, generator=g, dtype=dtype)
+        centres = 0.25 + 0.5 * torch.rand(Q + M, 2, generator=g, dtype=dtype)
+        sizes = 0.05 + 0.4 * torch.rand(Q + M, 2, generator=g, dtype=dtype)
+        boxes = torch.cat([centres, sizes], dim=1)  # (Q + M, 4) in (cx, cy, w, h)
+        labels = torch.randint(K, (M,), generator=g)
+        return "cost", (logits, boxes[:Q], labels, boxes[Q:]), weights
+
+    return make
+
+
+def _assignment_case(seed, n, m, integer=False, dtype=torch.float32, swap=False):
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        shape = (m, n) if swap else (n, m)
+        cost = (torch.randint(0, 4, shape, generator=g).to(dtype) if integer
+                else torch.rand(shape, generator=g, dtype=dtype))
+        return "assignment", ((cost.T if swap else cost),), None
+
+    return make
+
+
+def _giou(a: torch.Tensor, b: torch.Tensor, generalised: bool = True) -> torch.Tensor:
+    """(Q, M) GIoU (or IoU) of corner boxes, without checking that x0 <= x1 (students' unconverted boxes)."""
+    area = lambda t: (t[:, 2] - t[:, 0]) * (t[:, 3] - t[:, 1])  # noqa: E731
+    lo, hi = torch.max(a[:, None, :2], b[None, :, :2]), torch.min(a[:, None, 2:], b[None, :, 2:])
+    inter = (hi - lo).clamp(min=0).prod(-1)
+    union = area(a)[:, None] + area(b)[None, :] - inter
+    if not generalised:
+        return inter / union
+    enclosing = (torch.max(a[:, None, 2:], b[None, :, 2:]) - torch.min(a[:, None, :2], b[None, :, :2])).prod(-1)
+    return inter / union - (enclosing - union) / enclosing
+
+
+def _cost(logits, pred, labels, tgt, weights, cls="prob", giou="giou", convert=True, l1="l1"):
+    """Matching costs as students compute them (the defaults: right), in float64."""
+    wc, wl, wg = weights
+    logits, pred, tgt = logits.double(), pred.double(), tgt.double()
+    probs = {"prob": logits.softmax(-1), "log": logits.log_softmax(-1), "raw": logits}[cls]
+    c_class = -probs[:, labels]
+    c_l1 = torch.cdist(pred, tgt, p=1) if l1 == "l1" else torch.cdist(pred, tgt, p=2)
+    a, b = (VIT.box_cxcywh_to_xyxy(pred), VIT.box_cxcywh_to_xyxy(tgt)) if convert else (pred, tgt)
+    c_giou = -_giou(a, b, generalised=giou != "iou")
+    if giou == "plus":
+        c_giou = -c_giou
+    if cls == "plus":
+        c_class = logits.softmax(-1)[:, labels]
+    return wc * c_class + wl * c_l1 + wg * c_giou
+
+
+COST_MISTAKES = (
+    ("the class term uses log-probabilities: DETR's matching cost uses the probability itself, "
+     "-softmax(logits)[:, label]", dict(cls="log")),
+    ("the class term uses the raw logits: take the softmax over the classes first", dict(cls="raw")),
+    ("the class term has the wrong sign: a likely class must make the pair cheaper, -p(label)", dict(cls="plus")),
+    ("the GIoU term has the wrong sign: overlapping boxes must be cheaper, so the cost is -GIoU", dict(giou="plus")),
+    ("the boxes were not converted from (cx, cy, w, h) to corners before the GIoU", dict(convert=False)),
+    ("plain IoU was used: use the generalised IoU, which still ranks boxes that do not overlap", dict(giou="iou")),
+    ("the box distance is Euclidean: use the L1 distance, the sum of absolute differences of (cx, cy, w, h)",
+     dict(l1="l2")),
+)
+
+
+def _pairs(result: object, n: int, m: int) -> list[tuple[int, int]]:
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise CheckFailed("hungarian_match should return a pair (rows, cols) of index tensors or lists")
+    lists = []
+    for value, name in zip(result, ("rows", "cols")):
+        if isinstance(value, torch.Tensor):
+            if value.is_floating_point() or value.dim() != 1:
+                raise CheckFailed(f"{name} should be a 1-D tensor (or list) of integer indices")
+            value = value.tolist()
+        if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+            raise CheckFailed(f"{name} should be a 1-D tensor or a list of ints")
+        lists.append(value)
+    rows, cols = lists
+    if len(rows) != len(cols):
+        raise CheckFailed("rows and cols should have the same length: one (row, column) pair each")
+    if any(not 0 <= r < n for r in rows) or any(not 0 <= c < m for c in cols):
+        raise CheckFailed("the indices are out of range: rows index the n rows of cost, cols its m columns")
+    return list(zip(rows, cols))
+
+
+def _check_assignment(fn: Callable, cost: torch.Tensor) -> None:
+    before = snapshot(cost)
+    result = run_student(fn, cost, what="hungarian_match")
+    require_unchanged(before, cost, message="hungarian_match changed the cost matrix in place; work on a copy")
+    n, m = cost.shape
+    pairs = _pairs(result, n, m)
+    rows, cols = [r for r, _ in pairs], [c for _, c in pairs]
+    if len(set(cols)) < len(cols):
+        raise CheckFailed("two rows were given the same column: a row-wise argmin is not a matching; each "
+                          "column (target) may be used once")
+    if len(set(rows)) < len(rows):
+        raise CheckFailed("two columns were given the same row: each row (prediction) may be used once")
+    if len(pairs) != min(n, m):
+        raise CheckFailed("an (n, m) cost has min(n, m) pairs in its assignment: every row when n <= m, every "
+                          "column when n > m")
+    c = cost.double()
+    best_rows, best_cols = VIT.hungarian_match(c)
+    total, best = sum(float(c[r, k]) for r, k in pairs), float(c[best_rows, best_cols].sum())
+    if total > best + 1e-9 * max(1.0, abs(best)):
+        raise CheckFailed("the assignment is one-to-one but not the cheapest: a greedy choice (the smallest cost "
+                          "first) can block a better assignment; the Hungarian method finds the minimum total")
+
+
+def _check_cost(fn: Callable, args: tuple, weights) -> None:
+    before = snapshot(*args)
+    kwargs = {} if weights is None else dict(zip(("w_class", "w_l1", "w_giou"), weights))
+    out = run_student(fn, *args, what="matching_cost", **kwargs)
+    require_unchanged(before, *args, message="matching_cost changed its inputs in place; compute on new tensors")
+    out = require_tensor(out, "the result of matching_cost")
+    Q, M = args[0].shape[0], args[3].shape[0]
+    require_shape(out, (Q, M), "matching_cost should return a (Q, M) matrix: one cost per (prediction, target)")
+    expected = VIT.matching_cost(*args, *(weights or DEFAULTS))
+    if close(out, expected):
+        return
+    for message, kwargs in COST_MISTAKES:
+        if close(out, _cost(*args, weights or DEFAULTS, **kwargs), args[0].dtype):
+            raise CheckFailed(message)
+    if weights is not None and close(out, _cost(*args, DEFAULTS), args[0].dtype):
+        raise CheckFailed("the weights w_class, w_l1 and w_giou are ignored: multiply each term by its weight")
+    raise CheckFailed("the cost differs from -w_class p(label) + w_l1 L1(boxes) - w_giou GIoU(boxes)")
+
+
+def _check(cost_fn: Callable, match_fn: Callable) -> Callable:
+    def check_one(kind, args, weights):
+        if kind == "cost":
+            _check_cost(cost_fn, args, weights)
+        else:
+            _check_assignment(match_fn, *args)
+
+    return check_one
+
+
+CHECK = Part(
+    name="check_matching",
+    visible=(
+        Case("matching cost", _cost_case(701, 4, 2, 3)),
+        Case("assignment", _assignment_case(702, 4, 4)),
+    ),
+    hidden=(
+        Case("matching cost, other weights", _cost_case(711, 5, 3, 4, weights=(2.0, 1.5, 0.5)), weight=2.0),
+        Case("matching cost, one target", _cost_case(712, 3, 1, 2)),
+        Case("matching cost, float64", _cost_case(713, 4, 4, 5, dtype=torch.float64)),
+        Case("assignment", _assignment_case(721, 6, 6), weight=2.0),
+        Case("assignment with ties", _assignment_case(722, 7, 7, integer=True), weight=2.0),
+        Case("assignment, more columns than rows", _assignment_case(723, 3, 7)),
+        Case("assignment, more rows than columns", _assignment_case(724, 8, 3), weight=2.0),
+        Case("assignment, one row", _assignment_case(725, 1, 5)),
+        Case("assignment, 1 x 1", _assignment_case(726, 1, 1)),
+        Case("assignment, float64 and non-contiguous", _assignment_case(727, 8, 8, dtype=torch.float64, swap=True)),
+    ),
+    check=_check,
+    forbidden=("attnbook.vit.matching.matching_cost", "attnbook.vit.matching.hungarian_match",
+               "attnbook.vit.matching._solve",
+               *available(("scipy.optimize.linear_sum_assignment", "scipy.optimize._lsap.linear_sum_assignment"))),
+)
+check_matching = CHECK

@@ -1,0 +1,68 @@
+"""Part 1: ``patchify(images (B, C, H, W), patch_size) -> (B, N, P*P*C)``, row-major patches flattened (P, P, C).
+
+A wrong result is compared with the layouts students produce instead
+(:data:`._common.LAYOUT_MESSAGES`): patches read column-major, channels first
+inside a patch (as ``F.unfold`` gives them), pixels transposed, or a plain
+reshape that cuts no patches.
+
+>>> CHECK.hidden[0].make()[0].shape
+torch.Size([1, 1, 8, 8])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .._compare import close, require_tensor
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..steps import require_shape, require_unchanged, snapshot
+from ._common import LAYOUT_MESSAGES, VIT, cut, images
+
+
+def _check(fn: Callable) -> Callable:
+    def check_one(x, P):
+        before = snapshot(x)
+        out = require_tensor(run_student(fn, x, P, what="patchify"), "the result of patchify")
+        require_unchanged(before, x, message="patchify changed the images in place; compute on new tensors")
+        B, C, H, W = x.shape
+        require_shape(out, (B, H * W // P**2, P * P * C),
+                      "patchify should return (B, N, P*P*C) with N = HW / P^2 patches of P*P*C values")
+        expected = VIT.patchify(x, P)
+        if out.dtype != x.dtype:
+            raise CheckFailed(f"for {x.dtype} images the patches should be {x.dtype} too")
+        if close(out, expected):
+            return
+        for layout, message in LAYOUT_MESSAGES.items():
+            if close(out, cut(x, P, layout), x.dtype):
+                raise CheckFailed(message)
+        raise CheckFailed("the patches differ from the image cut into P x P squares, row-major, each flattened as "
+                          "(P, P, C)")
+
+    return check_one
+
+
+CHECK = Part(
+    name="check_patchify",
+    visible=(
+        Case("one channel", images(601, 2, 1, 8, 8, 4)),
+        Case("three channels", images(602, 2, 3, 4, 4, 2)),
+    ),
+    hidden=(
+        Case("batch of one", images(611, 1, 1, 8, 8, 4)),
+        Case("three channels", images(612, 3, 3, 12, 12, 4), weight=2.0),
+        Case("non-square images", images(613, 2, 2, 8, 12, 4), weight=2.0),
+        Case("patch size 1", images(614, 2, 3, 3, 3, 1)),
+        Case("one patch covers the image", images(615, 2, 3, 5, 5, 5)),
+        Case("float64", images(616, 2, 3, 6, 6, 3, torch.float64)),
+        Case("non-contiguous (channels-last) images", images(617, 2, 3, 8, 8, 2, swap=True)),
+        Case("28 x 28 digits, patch 7", images(618, 2, 1, 28, 28, 7)),
+    ),
+    check=_check,
+    forbidden=("attnbook.vit.patches.patchify", "attnbook.vit.patches.unpatchify",
+               "attnbook.vit.patches.PatchEmbedding"),
+)
+check_patchify = CHECK
