@@ -160,6 +160,7 @@ def kmeans_palette(
     k: int,
     iters: int = 30,
     *,
+    n_init: int = 1,
     generator: torch.Generator | None = None,
     seed: int | None = None,
 ) -> torch.Tensor:
@@ -167,9 +168,13 @@ def kmeans_palette(
 
     Lloyd's round: give every pixel to its nearest centre, move each centre to
     the mean of its pixels (a centre with none keeps its place). It stops early
-    when no centre moves. Seeding draws each new centre with probability
-    proportional to its squared distance to the nearest one so far, with
-    ``generator`` (or a new one from ``seed``; both ``None`` means seed 0).
+    when no centre moves. Seeding is *greedy* k-means++ (scikit-learn's): for
+    each new centre, ``2 + ln k`` candidates are drawn with probability
+    proportional to their squared distance to the nearest centre so far, and
+    the one that lowers the total most is kept. Draws use ``generator`` (or a
+    new one from ``seed``; both ``None`` means seed 0).
+    ``n_init > 1`` runs that many seedings and keeps the palette of lowest
+    inertia (:func:`kmeans_inertia`), as scikit-learn's ``n_init`` does.
     Computes in float64 on the pixels' device and returns the pixels' dtype.
 
     >>> pts = torch.tensor([[0.0, 0, 0], [1, 0, 0], [100, 100, 100], [101, 100, 100]])
@@ -182,20 +187,32 @@ def kmeans_palette(
         raise ValueError(f"pixels must have shape (N, 3), got {tuple(pixels.shape)}")
     positive_int("k", k)
     positive_int("iters", iters)
+    positive_int("n_init", n_init)
     if k > pixels.shape[0]:
         raise ValueError(f"k={k} colours need at least k pixels, got N={pixels.shape[0]}")
     if generator is None:
         generator = torch.Generator(device=pixels.device).manual_seed(0 if seed is None else seed)
     x = pixels.double()  # (N, 3)
-    # k-means++: the first centre uniformly, each next one in proportion to the squared distance
+    runs = [_kmeans_once(x, k, iters, generator) for _ in range(n_init)]
+    palette = min(runs, key=lambda p: kmeans_inertia(x, p))
+    return palette.to(pixels.dtype)
+
+
+def _kmeans_once(x: torch.Tensor, k: int, iters: int, generator: torch.Generator) -> torch.Tensor:
+    """One seeding and up to ``iters`` Lloyd rounds on float64 pixels (N, 3): a palette (k, 3)."""
+    # greedy k-means++: the first centre uniformly; then draw a few candidates, each in proportion
+    # to its squared distance to the nearest centre so far, and keep the one that lowers the sum most
+    n_trials = 2 + int(math.log(k))
     first = torch.randint(x.shape[0], (1,), generator=generator, device=x.device)
     centres = [x[first[0]]]
     d2 = ((x - centres[0]) ** 2).sum(dim=1)  # (N,): squared distance to the nearest centre so far
     for _ in range(1, k):
         weights = d2 if d2.sum() > 0 else torch.ones_like(d2)  # all pixels covered: any will do
-        nxt = torch.multinomial(weights, 1, generator=generator)[0]
-        centres.append(x[nxt])
-        d2 = torch.minimum(d2, ((x - x[nxt]) ** 2).sum(dim=1))
+        cand = torch.multinomial(weights, n_trials, replacement=True, generator=generator)  # (n_trials,)
+        d2_cand = torch.minimum(d2[None, :], torch.cdist(x[cand], x) ** 2)  # (n_trials, N)
+        best = d2_cand.sum(dim=1).argmin()
+        centres.append(x[cand[best]])
+        d2 = d2_cand[best]
     palette = torch.stack(centres)  # (k, 3)
     for _ in range(iters):
         ids = nearest_colour(x, palette)  # (N,)
@@ -205,7 +222,7 @@ def kmeans_palette(
         if torch.equal(moved, palette):
             break
         palette = moved
-    return palette.to(pixels.dtype)
+    return palette
 
 
 def palette_quantize(images: torch.Tensor, palette: torch.Tensor) -> torch.Tensor:
