@@ -12,6 +12,8 @@ Modules, small to large:
   rule is documented there.
 - :mod:`.bpe` -- :class:`BPETokenizer`: train, encode, decode, save, load,
   ``to_tiktoken()``.
+- :mod:`.wordpiece` -- :class:`WordPieceTokenizer`, BERT's: words split by
+  greedy longest match into ``##`` pieces.
 
 >>> tok = BPETokenizer("gpt2").train("low lower lowest " * 20, 256 + 5)
 >>> tok.decode(tok.encode("lowest")) == "lowest"
@@ -23,6 +25,7 @@ from .char import CharTokenizer
 from .pairs import get_stats, merge
 from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, split_text
 from .training import best_pair, count_chunks, train_bpe, train_bpe_reference
+from .wordpiece import WordPieceTokenizer
 
 __all__ = [
     "CharTokenizer",
@@ -37,4 +40,5 @@ __all__ = [
     "train_bpe",
     "encode_chunk",
     "BPETokenizer",
+    "WordPieceTokenizer",
 ]
