@@ -32,6 +32,7 @@ __all__ = [
     "quantize_9bit",
     "dequantize_9bit",
     "grey_levels",
+    "kmeans_step",
     "kmeans_palette",
     "kmeans_inertia",
     "nearest_colour",
@@ -198,6 +199,29 @@ def kmeans_palette(
     return palette.to(pixels.dtype)
 
 
+def kmeans_step(pixels: torch.Tensor, palette: torch.Tensor) -> torch.Tensor:
+    """One round of Lloyd's algorithm: each colour (k, 3) moves to the mean of the pixels (N, 3) nearest it.
+
+    A colour that no pixel is nearest to stays where it was (a mean of nothing
+    would be NaN). Returns a new palette of the palette's dtype.
+
+    >>> pixels = torch.tensor([[0.0, 0, 0], [2, 0, 0], [10, 10, 10]])
+    >>> kmeans_step(pixels, torch.tensor([[1.0, 1, 1], [9, 9, 9], [100, 100, 100]]))
+    tensor([[  1.,   0.,   0.],
+            [ 10.,  10.,  10.],
+            [100., 100., 100.]])
+    """
+    pixels = _pixels("pixels", pixels)
+    palette = _pixels("palette", palette)
+    if pixels.dim() != 2 or palette.dim() != 2:
+        raise ValueError(f"pixels must be (N, 3) and palette (k, 3), got {tuple(pixels.shape)} and {tuple(palette.shape)}")
+    x = pixels.to(palette.dtype)
+    ids = nearest_colour(x, palette)  # (N,)
+    sums = torch.zeros_like(palette).index_add_(0, ids, x)  # (k, 3): sum of each colour's pixels
+    counts = torch.bincount(ids, minlength=palette.shape[0]).to(palette.dtype)  # (k,)
+    return torch.where(counts[:, None] > 0, sums / counts.clamp(min=1)[:, None], palette)  # (k, 3)
+
+
 def _kmeans_once(x: torch.Tensor, k: int, iters: int, generator: torch.Generator) -> torch.Tensor:
     """One seeding and up to ``iters`` Lloyd rounds on float64 pixels (N, 3): a palette (k, 3)."""
     # greedy k-means++: the first centre uniformly; then draw a few candidates, each in proportion
@@ -215,10 +239,7 @@ def _kmeans_once(x: torch.Tensor, k: int, iters: int, generator: torch.Generator
         d2 = d2_cand[best]
     palette = torch.stack(centres)  # (k, 3)
     for _ in range(iters):
-        ids = nearest_colour(x, palette)  # (N,)
-        sums = torch.zeros_like(palette).index_add_(0, ids, x)  # (k, 3)
-        counts = torch.bincount(ids, minlength=k).to(x.dtype)  # (k,)
-        moved = torch.where(counts[:, None] > 0, sums / counts.clamp(min=1)[:, None], palette)
+        moved = kmeans_step(x, palette)
         if torch.equal(moved, palette):
             break
         palette = moved
