@@ -90,12 +90,14 @@ def _check(cls: Callable) -> Callable:
                 raise CheckFailed(f"for {expected.dtype} images the tokens should be {expected.dtype} too")
             if close(out, expected):
                 return
-            for mistake, message in MISTAKES.items():
-                if close(out, ref(x, mistake=mistake)):
-                    raise CheckFailed(message)
-            for layout, message in LAYOUT_MESSAGES.items():
-                if close(out, ref(x, layout=layout)):
-                    raise CheckFailed(f"the patch tokens are wrong: {message} (see Part 1)")
+            # Part 2 builds on the student's patchify: name a wrong layout and a mistake of this part together.
+            for layout in ("right", *LAYOUT_MESSAGES):
+                for mistake in (None, *MISTAKES):
+                    if (layout, mistake) != ("right", None) and close(out, ref(x, layout, mistake)):
+                        words = ([MISTAKES[mistake]] if mistake else []) + (
+                            [f"the patch tokens are wrong: {LAYOUT_MESSAGES[layout]} (see Part 1)"]
+                            if layout != "right" else [])
+                        raise CheckFailed("; and ".join(words))
         raise CheckFailed("the tokens differ from cat([cls_token, proj(patchify(images))]) + pos_embed")
 
     return check_one

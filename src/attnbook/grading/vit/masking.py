@@ -47,10 +47,11 @@ def _case(seed, B, N, D, ratio, mode="bookkeeping", dtype=torch.float32, swap=Fa
     return make
 
 
-def _draw(fn: Callable, x: torch.Tensor, ratio: float, seed: int):
+def _draw(fn: Callable, x: torch.Tensor, ratio: float, seed: int, global_seed: int):
+    """One call with a generator seeded ``seed`` and the global generator seeded ``global_seed``."""
     before = snapshot(x)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed + 1)
+        torch.manual_seed(global_seed)
         result = run_student(fn, x, ratio, torch.Generator().manual_seed(seed), what="random_masking")
     require_unchanged(before, x, message="random_masking changed x in place; compute on new tensors")
     if not isinstance(result, tuple) or len(result) != 3:
@@ -101,6 +102,11 @@ def _bookkeeping(x, ratio, x_kept, mask, ids_restore) -> torch.Tensor:
     if any(len(set(row)) != n_keep for row in pos.tolist()):
         raise CheckFailed("x_kept holds the same token twice: keep distinct positions (the first N_keep of a "
                           "random permutation)")
+    back = ids.gather(1, pos)  # (B, N_keep): where ids_restore sends each kept position
+    restores = torch.equal(back, torch.arange(n_keep).expand(B, -1))
+    if not restores and torch.equal(ids[:, :n_keep], pos):
+        raise CheckFailed("ids_restore is the shuffle itself, so the restore order is lost: it must be the inverse "
+                          "permutation, ids_restore = argsort(ids_shuffle)")
     kept = torch.zeros(B, N, dtype=torch.long).scatter_(1, pos, 1)  # (B, N): 1 where kept
     if not torch.equal(kept, 1 - mask):
         if torch.equal(mask, torch.ones(B, N, dtype=torch.long).scatter_(1, torch.arange(n_keep).expand(B, -1), 0)):
@@ -108,12 +114,7 @@ def _bookkeeping(x, ratio, x_kept, mask, ids_restore) -> torch.Tensor:
                               "mask.gather(1, ids_restore)")
         raise CheckFailed("mask does not mark the tokens that were removed: 0 where a token of x_kept came from, "
                           "1 elsewhere")
-    back = ids.gather(1, pos)  # (B, N_keep): where ids_restore sends each kept position
-    if not torch.equal(back, torch.arange(n_keep).expand(B, -1)):
-        shuffle_like = n_keep and torch.equal(ids[:, :n_keep], pos)
-        if shuffle_like:
-            raise CheckFailed("ids_restore is the shuffle itself, so the restore order is lost: it must be the "
-                              "inverse permutation, ids_restore = argsort(ids_shuffle)")
+    if not restores:
         raise CheckFailed("ids_restore does not put the kept tokens back: x_kept[b, ids_restore[b, n]] must be "
                           "x[b, n] at every kept position n (ids_restore = argsort(ids_shuffle))")
     return mask
@@ -140,16 +141,16 @@ def _statistics(mask: torch.Tensor, ratio: float) -> None:
 
 def _check(fn: Callable) -> Callable:
     def check_one(x, ratio, seed, mode):
-        x_kept, mask, ids_restore = _draw(fn, x, ratio, seed)
+        x_kept, mask, ids_restore = _draw(fn, x, ratio, seed, seed + 1)
         mask = _bookkeeping(x, ratio, x_kept, mask, ids_restore)
         if mode == "statistics":
             _statistics(mask, ratio)
         elif mode == "generator":
-            again = _draw(fn, x, ratio, seed)
+            again = _draw(fn, x, ratio, seed, seed + 2)  # the global generator must not matter
             if not all(torch.equal(a, b) for a, b in zip((x_kept, ids_restore), (again[0], again[2]))):
-                raise CheckFailed("two calls with generators seeded alike gave different masks: draw the noise with "
-                                  "torch.rand(..., generator=generator)")
-            other = _draw(fn, x, ratio, seed + 1000)
+                raise CheckFailed("two calls with generators seeded alike gave different masks, so the draws do not "
+                                  "follow the generator: draw the noise with torch.rand(..., generator=generator)")
+            other = _draw(fn, x, ratio, seed + 1000, seed + 1)
             if torch.equal(other[2], ids_restore):
                 raise CheckFailed("the mask does not depend on the generator: draw the noise with "
                                   "torch.rand(..., generator=generator), and do not reseed")

@@ -70,15 +70,13 @@ def _cost(logits, pred, labels, tgt, weights, cls="prob", giou="giou", convert=T
     """Matching costs as students compute them (the defaults: right), in float64."""
     wc, wl, wg = weights
     logits, pred, tgt = logits.double(), pred.double(), tgt.double()
-    probs = {"prob": logits.softmax(-1), "log": logits.log_softmax(-1), "raw": logits}[cls]
-    c_class = -probs[:, labels]
+    scores = logits.log_softmax(-1) if cls == "log" else logits if cls == "raw" else logits.softmax(-1)
+    c_class = scores[:, labels] if cls == "plus" else -scores[:, labels]
     c_l1 = torch.cdist(pred, tgt, p=1) if l1 == "l1" else torch.cdist(pred, tgt, p=2)
     a, b = (VIT.box_cxcywh_to_xyxy(pred), VIT.box_cxcywh_to_xyxy(tgt)) if convert else (pred, tgt)
     c_giou = -_giou(a, b, generalised=giou != "iou")
     if giou == "plus":
         c_giou = -c_giou
-    if cls == "plus":
-        c_class = logits.softmax(-1)[:, labels]
     return wc * c_class + wl * c_l1 + wg * c_giou
 
 

@@ -1,0 +1,112 @@
+"""attnbook.grading.vit, fast: chapter 6's catalogued answers are graded as they should be, in-process.
+
+The same catalogue (autograder/fixtures/answers/06-vit.py) is graded end to end
+through the sandboxed judge in test_autograder.py.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+import attnbook.vit
+from attnbook.grading import vit as checks
+from attnbook.grading.errors import CheckFailed
+from attnbook.grading.vit import _common, masking, rollout
+
+_spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
+EXERCISE = harness.Exercise("06-vit")
+CHAPTER = EXERCISE.answers
+PARTS = [checks.check_patchify, checks.check_vit_embedding, checks.check_pre_norm_block,
+         checks.check_attention_rollout, checks.check_random_masking, checks.check_matching]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_catalogue_covers_every_part_and_the_issues_mistakes():
+    assert len(CHAPTER) >= 6 and all(name.startswith("vit_") for name in CHAPTER)
+    for grade_id in EXERCISE.checks:
+        wrong = [a for a in CHAPTER.values() if a["cells"] and a["expected"].get(grade_id, 0) != "full"]
+        assert len(wrong) >= 2, grade_id
+        partial = [a for a in CHAPTER.values() if a["expected"].get(grade_id, 0) == "partial"]
+        assert partial, grade_id  # a mistake that only the hidden edge cases reveal
+    phrases = [p for a in CHAPTER.values() for p in harness.phrases(a["message"])]
+    for named in ("read column by column", "flattened as (C, P, P)",  # patches
+                  "class token was appended", "class token has none",  # class token and positions
+                  "looks like post-norm",  # pre-norm
+                  "residual identity is missing", "rows do not sum to 1",  # rollout
+                  "kept the share mask_ratio", "restore order is lost",  # MAE masking
+                  "a row-wise argmin is not a matching",  # matching
+                  "calls the reference implementation"):
+        assert any(named in p for p in phrases), named
+
+
+@pytest.mark.parametrize("name", sorted(CHAPTER))
+def test_catalogued_answer_is_graded_as_expected(name, capsys):
+    EXERCISE.assert_graded_as_expected(name, capsys)
+
+
+def test_every_test_cell_calls_a_part_of_this_chapter():
+    assert len(EXERCISE.test_cells) >= 6
+    EXERCISE.assert_test_cells_well_formed()
+    assert sorted(check.name for check, _ in EXERCISE.checks.values()) == sorted(p.name for p in PARTS)
+    for cell in EXERCISE.test_cells.values():
+        assert "from attnbook.grading.vit import check_" in cell.source
+
+
+@pytest.mark.parametrize("grade_id", sorted(EXERCISE.checks))
+def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
+    EXERCISE.assert_solution_full_and_stub_zero(grade_id)
+
+
+def test_hidden_tests_are_not_in_the_released_notebook():
+    EXERCISE.assert_stub_hides_the_answers()
+
+
+# ------------------------------------------------------------------ the checks themselves
+
+
+def test_the_private_reference_agrees_with_the_package():
+    x = torch.randn(2, 3, 8, 12)
+    assert torch.equal(_common.VIT.patchify(x, 4), attnbook.vit.patchify(x, 4))
+    assert _common.VIT.patchify is not attnbook.vit.patchify
+
+
+@pytest.mark.parametrize("check, args", [
+    (checks.check_patchify, (attnbook.vit.patchify,)),
+    (checks.check_attention_rollout, (attnbook.vit.attention_rollout,)),
+    (checks.check_random_masking, (attnbook.vit.random_masking,)),
+    (checks.check_matching, (attnbook.vit.matching_cost, attnbook.vit.hungarian_match)),
+])
+def test_the_reference_itself_is_trapped(check, args):
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        check(*args)
+
+
+def test_rollout_mistakes_differ_from_the_right_answer():
+    """Every named rollout mistake is told apart from the right answer on the visible case."""
+    maps, residual = checks.check_attention_rollout.visible[0].make()
+    right = rollout._rollout(maps, residual)
+    for message, variant in rollout._mistakes(maps, residual):
+        assert not torch.allclose(variant, right, atol=1e-4), message
+
+
+def test_masking_statistics_reject_a_biased_draw_and_accept_a_fair_one():
+    g = torch.Generator().manual_seed(0)
+    B, N, removed = masking.STATS_ROWS, masking.STATS_N, 6
+    fair = torch.zeros(B, N, dtype=torch.long)
+    fair.scatter_(1, torch.rand(B, N, generator=g).argsort(1)[:, :removed], 1)
+    masking._statistics(fair, 0.75)
+    biased = fair.clone()
+    biased[: B // 10] = torch.tensor([1, 1, 1, 1, 1, 1, 0, 0])  # a tenth of the rows always keep the last two
+    with pytest.raises(CheckFailed, match="more often than others"):
+        masking._statistics(biased, 0.75)
