@@ -1,0 +1,100 @@
+"""Part 5: the class ``ClsClassifier(hidden_size, num_labels, dropout=0.1)``: ``forward(hidden_states
+(B, T, C)) -> logits (B, num_labels)``, ``classifier(dropout(tanh(pooler(hidden_states[:, 0]))))``,
+compared after copying the same random weights into ``pooler`` and ``classifier``.
+
+>>> seed, sizes, h = CHECK.visible[0].make()
+>>> sizes, tuple(h.shape)
+((8, 2), (3, 5, 8))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from .._compare import close, require_tensor
+from .._core import build_module, load_reference_parameters, run_method, run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..steps import require_shape
+
+
+class Reference(nn.Module):
+    """The names the exercise asks for: ``pooler`` (C -> C) and ``classifier`` (C -> num_labels)."""
+
+    def __init__(self, hidden_size: int, num_labels: int) -> None:
+        super().__init__()
+        self.pooler = nn.Linear(hidden_size, hidden_size)
+        self.classifier = nn.Linear(hidden_size, num_labels)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.tanh(self.pooler(h[:, 0])))  # BERT's pooler reads [CLS]
+
+
+def _case(seed: int, B: int, T: int, C: int, n: int, dtype=torch.float32, strided=False):
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        h = torch.randn(T, B, C, generator=g, dtype=dtype).transpose(0, 1) if strided else \
+            torch.randn(B, T, C, generator=g, dtype=dtype)
+        return seed, (C, n), h
+
+    return make
+
+
+def _variants(ref: Reference, h: torch.Tensor):
+    pool, cls = ref.pooler, ref.classifier
+    return [
+        ("the pooler reads the mean of the tokens: BERT's pooler reads the [CLS] vector, hidden_states[:, 0]",
+         lambda: cls(torch.tanh(pool(h.mean(1))))),
+        ("the pooler reads the last token: BERT's pooler reads the [CLS] vector, the first one",
+         lambda: cls(torch.tanh(pool(h[:, -1])))),
+        ("the tanh of the pooler is missing: pooled = tanh(pooler(h_[CLS]))", lambda: cls(pool(h[:, 0]))),
+        ("the pooler's activation is tanh, not ReLU", lambda: cls(torch.relu(pool(h[:, 0])))),
+        ("the pooler is skipped: the classifier reads tanh(pooler(h_[CLS])), not h_[CLS]", lambda: cls(h[:, 0])),
+    ]
+
+
+def _check(cls: Callable) -> Callable:
+    def check_one(seed, sizes, h):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            ref = Reference(*sizes).to(h.dtype).eval()
+        what = "ClsClassifier(hidden_size, num_labels)"
+        module = build_module(cls, *sizes, what=what)
+        run_method(module, "to", h.dtype, what="ClsClassifier.to")
+        load_reference_parameters(module, ref, "ClsClassifier")
+        run_method(module, "eval", what="ClsClassifier.eval")
+        with torch.no_grad():
+            result = run_student(module, h.clone(), what="ClsClassifier.forward")
+            expected = ref(h)
+        out = require_tensor(result, "the output of ClsClassifier")
+        require_shape(out, tuple(expected.shape), "the logits should have shape (B, num_labels)")
+        if out.dtype != expected.dtype:
+            raise CheckFailed(f"for {h.dtype} inputs the logits should be {h.dtype} too")
+        if close(out, expected):
+            return
+        with torch.no_grad():
+            for message, compute in _variants(ref, h):
+                if close(out, compute()):
+                    raise CheckFailed(message)
+        raise CheckFailed("the logits differ from classifier(dropout(tanh(pooler(hidden_states[:, 0]))))")
+
+    return check_one
+
+
+CHECK = Part(
+    name="check_cls_classifier",
+    visible=(Case("two labels", _case(1, 3, 5, 8, 2)),),
+    hidden=(
+        Case("three labels", _case(501, 2, 7, 12, 3), weight=2.0),
+        Case("batch of one", _case(502, 1, 4, 8, 2)),
+        Case("one label", _case(503, 4, 3, 6, 1)),
+        Case("float64", _case(504, 2, 6, 16, 5, torch.float64)),
+        Case("non-contiguous hidden states", _case(505, 3, 5, 8, 2, strided=True)),
+    ),
+    check=_check,
+    forbidden=("attnbook.bert.model.BertPooler", "attnbook.bert.heads.BertForSequenceClassification"),
+)
+check_cls_classifier = CHECK

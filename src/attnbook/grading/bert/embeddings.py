@@ -1,0 +1,156 @@
+"""Part 1: BERT's input. ``bert_input(a, b, cls_id, sep_id) -> (ids, segment ids)`` and the class
+``BertEmbeddings(vocab_size, hidden_size, max_position_embeddings, type_vocab_size)`` whose forward is
+``LayerNorm(word + segment + position embeddings)``, compared with :class:`attnbook.bert.BertEmbeddings`
+after copying the same random weights in.
+
+>>> kind, *_ = CHECK.hidden[0].make()
+>>> kind
+'input'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .._compare import close, require_tensor
+from .._core import build_module, load_reference_parameters, run_method, run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..steps import require_shape
+from ._common import BERT, as_id_list, small_config
+
+
+def _input(a: list[int], b: list[int] | None, cls_id: int = 2, sep_id: int = 3):
+    return lambda: ("input", list(a), None if b is None else list(b), cls_id, sep_id)
+
+
+def _embed(seed: int, B: int, T: int, V: int, C: int, P: int, S: int = 2, dtype=torch.float32, strided=False):
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        if strided:  # (B, T) views of (T, B) tensors
+            ids = torch.randint(V, (T, B), generator=g).t()
+            seg = torch.randint(S, (T, B), generator=g).t()
+        else:
+            ids = torch.randint(V, (B, T), generator=g)
+            seg = torch.randint(S, (B, T), generator=g)
+        return "embed", seed, (V, C, P, S), ids, seg, dtype
+
+    return make
+
+
+def _reference(sizes: tuple, seed: int, dtype: torch.dtype):
+    V, C, P, S = sizes
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        ref = BERT.BertEmbeddings(small_config(vocab_size=V, hidden_size=C, max_position_embeddings=P,
+                                               type_vocab_size=S, num_attention_heads=1))
+        with torch.no_grad():  # LayerNorm away from (1, 0), so that it shows in the output
+            ref.LayerNorm.weight.add_(0.5 * torch.randn(C))
+            ref.LayerNorm.bias.add_(0.5 * torch.randn(C))
+    return ref.to(dtype).eval()
+
+
+def _check_input(fn: Callable, a, b, cls_id, sep_id) -> None:
+    ids, segments = (as_id_list(x, what) for x, what in zip(
+        require_pair_lists(run_student(fn, list(a), None if b is None else list(b), cls_id, sep_id,
+                                       what="bert_input")), ("the ids", "the segment ids")))
+    want = [cls_id, *a, sep_id] + ([] if b is None else [*b, sep_id])
+    want_seg = [0] * (len(a) + 2) + ([] if b is None else [1] * (len(b) + 1))
+    if ids != want:
+        if ids[:1] != [cls_id]:
+            raise CheckFailed("the input must start with [CLS] (cls_id): its final vector is what the classifier reads")
+        if ids[-1:] != [sep_id]:
+            raise CheckFailed("each sentence must end with [SEP] (sep_id), the last one too")
+        raise CheckFailed("the ids should read [CLS] a [SEP] b [SEP] ([CLS] a [SEP] for one sentence)")
+    if len(segments) != len(ids):
+        raise CheckFailed("there should be one segment id per token")
+    if segments != want_seg:
+        if b is not None and segments == [s + 1 for s in want_seg]:
+            raise CheckFailed("the segment ids are off by one: sentence A is segment 0 and sentence B segment 1")
+        if b is not None and segments == want_seg[: len(a) + 1] + [1] + want_seg[len(a) + 2:]:
+            raise CheckFailed("the [SEP] that closes sentence A belongs to segment 0: segment 1 starts after it")
+        raise CheckFailed("segment ids should be 0 for [CLS], sentence A and its [SEP], then 1 for sentence B "
+                          "and the last [SEP]")
+
+
+def require_pair_lists(result: object) -> tuple:
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise CheckFailed("bert_input should return a pair (ids, segment ids)")
+    return result
+
+
+def _variants(ref, ids: torch.Tensor, seg: torch.Tensor):
+    T = ids.shape[1]
+    word, pos, typ = ref.word_embeddings(ids), ref.position_embeddings.weight, ref.token_type_embeddings(seg)
+    ln = ref.LayerNorm
+    C = word.shape[-1]
+    out = [
+        ("LayerNorm is missing: BERT normalises the sum of the three embeddings", lambda: word + typ + pos[:T]),
+        ("the segment embeddings are missing: add token_type_embeddings(token_type_ids)", lambda: ln(word + pos[:T])),
+        ("the position embeddings are missing: add position_embeddings of 0 .. T - 1", lambda: ln(word + typ)),
+        ("LayerNorm must come after the sum of all three embeddings, not on the word embeddings alone",
+         lambda: ln(word) + typ + pos[:T]),
+        ("the embeddings were scaled by sqrt(hidden_size) as in the original Transformer; BERT adds them as they are",
+         lambda: ln(word * C**0.5 + typ + pos[:T])),
+    ]
+    if T + 1 <= pos.shape[0]:
+        out.append(("positions are off by one: the first token has position 0",
+                    lambda: ln(word + typ + pos[1 : T + 1])))
+    return out
+
+
+def _check_embed(cls: Callable, seed, sizes, ids, seg, dtype) -> None:
+    ref = _reference(sizes, seed, dtype)
+    what = "BertEmbeddings(vocab_size, hidden_size, max_position_embeddings, type_vocab_size)"
+    module = build_module(cls, *sizes, what=what)
+    run_method(module, "to", dtype, what="BertEmbeddings.to")
+    load_reference_parameters(module, ref, "BertEmbeddings")
+    run_method(module, "eval", what="BertEmbeddings.eval")
+    with torch.no_grad():
+        result = run_student(module, ids.clone(), seg.clone(), what="BertEmbeddings.forward")
+        expected = ref(ids, seg)
+    out = require_tensor(result, "the output of BertEmbeddings")
+    require_shape(out, tuple(expected.shape), "the output of BertEmbeddings should have shape (B, T, hidden_size)")
+    if out.dtype != expected.dtype:
+        raise CheckFailed(f"for {dtype} weights the output should be {dtype} too")
+    if close(out, expected):
+        return
+    with torch.no_grad():
+        for message, compute in _variants(ref, ids, seg):
+            if close(out, compute()):
+                raise CheckFailed(message)
+    raise CheckFailed("the output differs from LayerNorm(word + segment + position embeddings)")
+
+
+def _check(input_fn: Callable, cls: Callable) -> Callable:
+    def check_one(kind, *args):
+        if kind == "input":
+            _check_input(input_fn, *args)
+        else:
+            _check_embed(cls, *args)
+
+    return check_one
+
+
+CHECK = Part(
+    name="check_bert_embeddings",
+    visible=(
+        Case("[CLS] a [SEP] b [SEP]", _input([7, 8, 9], [10, 11])),
+        Case("the three embeddings", _embed(1, 2, 5, 20, 8, 16)),
+    ),
+    hidden=(
+        Case("one sentence", _input([5, 6], None)),
+        Case("other special ids", _input([1, 2, 3, 4], [9], cls_id=101, sep_id=102)),
+        Case("one-token sentences", _input([4], [4])),
+        Case("batch of one, one token", _embed(2, 1, 1, 11, 8, 8)),
+        Case("a third segment type", _embed(3, 3, 7, 30, 12, 10, S=3), weight=2.0),
+        Case("float64", _embed(4, 2, 6, 17, 16, 12, dtype=torch.float64)),
+        Case("all positions of the table", _embed(5, 2, 12, 9, 8, 12)),
+        Case("non-contiguous ids", _embed(6, 3, 5, 13, 8, 9, strided=True)),
+    ),
+    check=_check,
+    forbidden=("attnbook.bert.model.BertEmbeddings", "attnbook.tokenizers.wordpiece.WordPieceTokenizer"),
+)
+check_bert_embeddings = CHECK

@@ -1,0 +1,100 @@
+"""Part 4: ``make_nsp_pairs(lines, generator) -> [(a, b, is_next), ...]``, one pair per consecutive
+``(lines[i], lines[i + 1])``, half of them with ``b`` replaced by a random other line.
+
+Exact rules: ``a`` runs through ``lines[:-1]`` in order, ``is_next`` says
+whether ``b`` is ``lines[i + 1]``, and a random ``b`` is never the true next
+line (the lines of a case are all different). The balance is checked against
+a fair coin (6 standard deviations; an exact half passes too), and random
+``b`` must come from all over the text, not from a fixed neighbour.
+
+>>> lines, seed, mode = CHECK.visible[0].make()
+>>> len(lines), lines[0]
+(201, 'line 0: to be')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..steps import require_unchanged, snapshot
+
+Z = 6.0
+WORDS = ("to be", "or not", "that is", "the question", "whether", "tis nobler")
+
+
+def _case(n: int, seed: int, mode: str = ""):
+    return lambda: ([f"line {i}: {WORDS[i % len(WORDS)]}" for i in range(n)], seed, mode)
+
+
+def _pairs(fn: Callable, lines: list[str], seed: int) -> list[tuple]:
+    before = snapshot(lines)
+    result = run_student(fn, list(lines), torch.Generator().manual_seed(seed), what="make_nsp_pairs")
+    require_unchanged(before, lines, message="make_nsp_pairs changed lines in place")
+    if not isinstance(result, list) or not all(isinstance(p, tuple) and len(p) == 3 for p in result):
+        raise CheckFailed("make_nsp_pairs should return a list of tuples (a, b, is_next)")
+    return result
+
+
+def _check_pairs(lines: list[str], pairs: list[tuple]) -> list[int]:
+    """The exact rules; returns the offsets j - i of the random b's (b = lines[j])."""
+    if len(pairs) != len(lines) - 1:
+        raise CheckFailed(f"there should be one pair per consecutive (lines[i], lines[i + 1]): {len(lines) - 1} "
+                          f"pairs for {len(lines)} lines, got {len(pairs)}")
+    if [a for a, _, _ in pairs] != lines[:-1]:
+        raise CheckFailed("sentence a of pair i should be lines[i], in order: a is never replaced, only b")
+    index = {line: j for j, line in enumerate(lines)}
+    offsets = []
+    for i, (_, b, is_next) in enumerate(pairs):
+        if not isinstance(is_next, bool):
+            raise CheckFailed(f"is_next should be a bool (True when b follows a), got {type(is_next).__name__}")
+        if b not in index:
+            raise CheckFailed("sentence b should be one of the lines")
+        if is_next != (b == lines[i + 1]):
+            if is_next:
+                raise CheckFailed("a pair marked is_next=True has a b that is not the line after a")
+            raise CheckFailed("a random b was the true next line: draw the random sentence from the other lines")
+        if not is_next:
+            offsets.append(index[b] - i)
+    return offsets
+
+
+def _check(fn: Callable) -> Callable:
+    def check_one(lines, seed, mode):
+        pairs = _pairs(fn, lines, seed)
+        offsets = _check_pairs(lines, pairs)
+        n = len(pairs)
+        n_next = n - len(offsets)
+        if not abs(n_next - n / 2) <= Z * (n / 4) ** 0.5 + 1:
+            raise CheckFailed(f"{n_next} of {n} pairs are consecutive: half of the pairs should keep the true next "
+                              "line and half take a random one")
+        if len(offsets) >= 20 and len(set(offsets)) <= 3:
+            raise CheckFailed("the random sentence is always taken at the same distance from a: draw it at random "
+                              "from the whole text")
+        if mode == "repeat":
+            if _pairs(fn, lines, seed) != pairs:
+                raise CheckFailed("two calls with generators seeded alike gave different pairs: draw with the "
+                                  "generator (torch.rand/torch.randint(..., generator=generator))")
+            if _pairs(fn, lines, seed + 1) == pairs:
+                raise CheckFailed("the pairs do not depend on the generator: draw with it, and do not reseed")
+
+    return check_one
+
+
+CHECK = Part(
+    name="check_nsp_pairs",
+    visible=(Case("200 pairs", _case(201, 1)),),
+    hidden=(
+        Case("balance over 2000 pairs", _case(2001, 501), weight=2.0),
+        Case("a few lines", _case(4, 502)),
+        Case("a few lines", _case(5, 503)),
+        Case("a seeded generator repeats the pairs", _case(300, 504, "repeat"), weight=2.0),
+    ),
+    check=_check,
+    forbidden=("attnbook.bert.nsp.make_nsp_pairs",),
+)
+check_nsp_pairs = CHECK

@@ -1,0 +1,116 @@
+"""Part 7: ``encode_word(word, vocab, unk_token="[UNK]") -> list of pieces``, WordPiece's greedy
+longest-match-first, compared with :func:`attnbook.tokenizers.wordpiece.encode_word` word by word.
+
+The vocabularies are built so that the mistakes show: words where the
+shortest match, a continuation looked up without ``##``, an ``[UNK]`` for one
+piece only, or a search that backtracks give other pieces.
+
+>>> words, vocab, unk = CHECK.visible[0].make()
+>>> words[:2], vocab["##able"]
+(['unaffable', 'playing'], 9)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ._common import WP, available
+
+BASE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "una", "##ff", "##a", "##able", "##aff", "##f", "a",
+        "play", "p", "##l", "##ay", "##ing", "##in", "##g", "pl", "##s", "s", "##i", "##n"]
+
+
+def _case(words: list[str], extra: tuple[str, ...] = (), unk: str = "[UNK]", drop: tuple[str, ...] = ()):
+    def make():
+        tokens = [t for t in BASE if t not in drop] + list(extra)
+        if unk not in tokens:
+            tokens.append(unk)
+        return list(words), {t: i for i, t in enumerate(tokens)}, unk
+
+    return make
+
+
+def _shortest(word: str, vocab, unk: str) -> list[str]:
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(start + 1, len(word) + 1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return [unk]
+    return pieces
+
+
+def _no_hashes(word: str, vocab, unk: str) -> list[str]:
+    bare = {t[2:] if t.startswith("##") else t for t in vocab}
+    return WP.encode_word(word, bare, unk)
+
+
+def _unk_piece(word: str, vocab, unk: str) -> list[str]:
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            pieces.append(unk)
+            start += 1
+    return pieces
+
+
+MISTAKES = (
+    ("the shortest match was taken: WordPiece takes the longest piece in the vocabulary at each step", _shortest),
+    ("a piece that continues a word is looked up as ##piece: continuation pieces carry the ## prefix",
+     _no_hashes),
+    ("only the piece that matched nothing became unknown: if any part of a word cannot be matched, the whole "
+     "word is [UNK] (a single unk_token)", _unk_piece),
+)
+
+
+def _check(fn: Callable) -> Callable:
+    def check_one(words, vocab, unk):
+        for word in words:
+            result = run_student(fn, word, dict(vocab), unk, what="encode_word")
+            if not isinstance(result, list) or not all(isinstance(p, str) for p in result):
+                raise CheckFailed(f"encode_word should return a list of str pieces, got {type(result).__name__}")
+            want = WP.encode_word(word, vocab, unk)
+            if result == want:
+                continue
+            for message, mistake in MISTAKES:
+                if result == mistake(word, vocab, unk):
+                    raise CheckFailed(message)
+            if want == [unk] and "".join(p.removeprefix("##") for p in result) == word and all(
+                    p in vocab for p in result):
+                raise CheckFailed("WordPiece is greedy: it takes the longest piece and never goes back to try a "
+                                  "shorter one, so a word that greedy matching cannot finish is [UNK]")
+            if want == [unk]:
+                raise CheckFailed("a word that cannot be spelled with the vocabulary should give [unk_token]")
+            raise CheckFailed("the pieces differ from greedy longest-match-first with ## continuations")
+
+    return check_one
+
+
+CHECK = Part(
+    name="check_wordpiece_encode",
+    visible=(Case("longest match first", _case(["unaffable", "playing", "a", "plays"])),),
+    hidden=(
+        Case("longest match first", _case(["unaff", "plain", "playings", "sing", "affable"], ("##able",))),
+        Case("unknown words", _case(["unaffablex", "xyz", "pla", "playz"]), weight=2.0),
+        Case("greedy, no backtracking", _case(["abcd", "abc"], ("ab", "##bcd", "##c")), weight=2.0),
+        Case("another unk_token", _case(["q", "playing", "unq"], unk="<unk>")),
+        Case("a word that is one token", _case(["play", "una", "s"])),
+    ),
+    check=_check,
+    forbidden=("attnbook.tokenizers.wordpiece.encode_word", "attnbook.tokenizers.wordpiece.WordPieceTokenizer")
+    + available(("tokenizers.Tokenizer", "tokenizers.models.WordPiece")),
+)
+check_wordpiece_encode = CHECK
