@@ -1,0 +1,160 @@
+"""ImageGPT on the 8x8 digits: bits per dimension at fixed steps, throughput and MFU.
+
+Trains :class:`attnbook.imagegpt.ImageGPT` (preset ``digits-8x8``: 4 layers of
+width 64, 4 heads) on the training split of ``load_digits()`` at 8 grey levels
+(or, with ``--data colour``, on ``make_coloured_digits`` through the uniform
+9-bit palette, preset ``colour-9bit``), with the recipe of chapter 5, section 3:
+batches of 64 random images, AdamW at a constant 3e-3, gradient clipping at 1.
+Every ``--eval-every`` steps it measures bits per dimension on the validation
+and test splits (``split_indices(1797, seed=0)``, 80/10/10); early stopping
+keeps the checkpoint of the best validation score, and the test score of that
+checkpoint is what is reported "within N steps".
+
+Throughput counts only the training steps (the clock stops for evaluations):
+tokens/s is ``steps x batch x 64 / seconds``, the achieved FLOP/s is
+``GPT.estimate_flops_per_token(64) x tokens/s``, and MFU divides it by the
+best fp32 matmul FLOP/s measured in the same run (2048 x 2048; bf16 8192 x 8192
+on CUDA, where training runs under bf16 autocast), as in ``bench_gpt.py``.
+
+Targets (issue 11): test bits/dim <= 1.60 within 300 steps and <= 1.45 within
+600 steps, against the per-position histogram printed beside them.
+
+Measured on the course machine (2-core AMD EPYC, shared with other jobs at the
+time, one thread): see the CSV ``benchmarks/results/imagegpt_digits.csv``,
+written by the default run, whose first line records the command and machine.
+
+Run::
+
+    .venv/bin/python benchmarks/bench_imagegpt.py                   # 600 steps, 1 thread, CPU
+    .venv/bin/python benchmarks/bench_imagegpt.py --steps 1500      # see the overfitting
+    .venv/bin/python benchmarks/bench_imagegpt.py --data colour --steps 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from attnbook.data import load_digits, make_coloured_digits, split_indices
+from attnbook.imagegpt import (ImageGPT, ImageGPTConfig, evaluate_bits_per_dim, grey_levels,
+                               next_pixel_loss, quantize_9bit, to_sequence)
+from attnbook.runtime import autocast, get_device, seed_everything
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_gpt import matmul_peak, sync  # noqa: E402  (the same peak as chapter 4's benchmark)
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def load_tokens(data: str) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """Token images (1797, 8, 8) in load_digits' order, their labels, and the preset that fits."""
+    images, labels = load_digits(normalize=False)
+    if data == "digits":
+        return grey_levels(images, levels=8, max_value=16), labels, "digits-8x8"
+    coloured = make_coloured_digits(len(images), seed=0)
+    order = torch.argsort(coloured.index)  # back to load_digits' order, so the split is the same
+    return quantize_9bit(coloured.images[order]), labels, "colour-9bit"
+
+
+def histogram_bits(train: torch.Tensor, test: torch.Tensor, vocab_size: int) -> float:
+    """Bits/dim of independent pixels with per-position histograms (add-one counts)."""
+    flat, test_flat = to_sequence(train), to_sequence(test)  # (N, T), (M, T)
+    counts = torch.stack([torch.bincount(flat[:, t], minlength=vocab_size) for t in range(flat.shape[1])])
+    probs = (counts.double() + 1) / (counts.double() + 1).sum(dim=1, keepdim=True)  # (T, V)
+    return float(-probs[torch.arange(flat.shape[1]), test_flat].log2().mean())
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", choices=("digits", "colour"), default="digits")
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--device", default=None, help="cpu / cuda (default: attnbook.runtime.get_device())")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--csv", default=None, help="write the evaluations here (default: results/imagegpt_<data>.csv)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    args = parse_args(argv)
+    device = get_device(args.device)
+    torch.set_num_threads(args.threads)
+    seed_everything(args.seed)
+    tokens, _, preset = load_tokens(args.data)
+    train_idx, val_idx, test_idx = (torch.tensor(i) for i in split_indices(len(tokens), seed=0))
+    train, val, test = tokens[train_idx].to(device), tokens[val_idx], tokens[test_idx]
+    model = ImageGPT(ImageGPTConfig.preset(preset)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    T = model.config.n_positions
+    flops_per_token = model.gpt.estimate_flops_per_token(T)
+    peak, peak_what = matmul_peak(device)
+    histogram = histogram_bits(tokens[train_idx], test, model.config.vocab_size)
+    print(f"device {device} ({platform.processor() or platform.machine()}), torch {torch.__version__}, "
+          f"threads {torch.get_num_threads()}, os.cpu_count {os.cpu_count()}")
+    print(f"data {args.data}: {len(train)} / {len(val)} / {len(test)} images of {T} tokens; "
+          f"model {model.num_params():,} parameters, {flops_per_token / 1e6:.2f} MFLOP per token")
+    print(f"per-position histogram: {histogram:.3f} bits/dim on test; uniform {math.log2(model.config.vocab_size):.3f}")
+
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    evals: list[dict[str, float]] = []
+    best_val, train_seconds = math.inf, 0.0
+    model.train()
+    for step in range(1, args.steps + 1):
+        sync(device)
+        start = time.perf_counter()
+        batch = train[torch.randint(len(train), (args.batch_size,), generator=gen, device=device)]
+        with autocast(device):
+            loss = next_pixel_loss(model, batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        sync(device)
+        train_seconds += time.perf_counter() - start
+        if step % args.eval_every == 0 or step == args.steps:
+            with autocast(device):
+                record = {"step": step, "seconds": train_seconds,
+                          "val_bpd": evaluate_bits_per_dim(model, val),
+                          "test_bpd": evaluate_bits_per_dim(model, test)}
+            best_val = min(best_val, record["val_bpd"])
+            evals.append(record)
+            print(f"  step {step:5d}  {train_seconds:6.1f} s  train {loss.item() / math.log(2):.3f}  "
+                  f"val {record['val_bpd']:.3f}  test {record['test_bpd']:.3f} bits/dim", flush=True)
+
+    tok_per_s = args.steps * args.batch_size * T / train_seconds
+    achieved = flops_per_token * tok_per_s
+    kind = "bf16" if device.type == "cuda" else "fp32"
+    print()
+    for limit in sorted({300, 600, args.steps}):
+        within = [e for e in evals if e["step"] <= limit]
+        if within and limit <= args.steps:
+            e = min(within, key=lambda r: r["val_bpd"])
+            print(f"within {limit:5d} steps: best validation at step {e['step']}, test {e['test_bpd']:.3f} bits/dim")
+    print(f"training {train_seconds:.1f} s, {tok_per_s:,.0f} tokens/s, {achieved / 1e9:.2f} GFLOP/s; "
+          f"{kind} matmul peak {peak / 1e9:.1f} GFLOP/s ({peak_what}, same run): MFU {achieved / peak:.1%}")
+
+    out = Path(args.csv) if args.csv else RESULTS / f"imagegpt_{args.data}.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w") as f:
+        f.write(f"# {' '.join(['python', 'benchmarks/bench_imagegpt.py', *(argv or [])])}; {device} "
+                f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus, threads {args.threads}; "
+                f"{tok_per_s:.0f} tokens/s, MFU {achieved / peak:.3f}; histogram {histogram:.4f}\n")
+        f.write("step,seconds,val_bpd,test_bpd\n")
+        for e in evals:
+            f.write(f"{e['step']},{e['seconds']:.2f},{e['val_bpd']:.4f},{e['test_bpd']:.4f}\n")
+    print(f"wrote {out}")
+    return {"tokens_per_second": tok_per_s, "mfu": achieved / peak, "best_val_bpd": best_val}
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
