@@ -249,3 +249,26 @@ def test_mae_encoder_sees_only_visible_patches() -> None:
     loss, pred, mask = mae(images, generator=torch.Generator().manual_seed(0))
     assert pred.shape == (2, 16, 49) and loss.ndim == 0
     assert isinstance(mae.encoder, ViT) and isinstance(mae.encoder.head, nn.Identity)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_bf16_autocast_forward_backward_and_matching_on_cuda() -> None:
+    from attnbook.runtime import autocast
+    from attnbook.vit import hungarian_match
+
+    model = tiny().cuda().train()
+    x = torch.rand(4, 1, 8, 8, device="cuda")
+    with autocast("cuda"):
+        logits = model(x)
+    assert logits.dtype == torch.bfloat16
+    loss = logits.float().logsumexp(-1).mean()
+    loss.backward()
+    assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters())
+    maps = attention_maps(model.eval(), x)
+    assert maps[0].device.type == "cuda"
+    torch.testing.assert_close(attention_rollout(maps).sum(-1), torch.ones(4, 5, device="cuda"), atol=1e-2, rtol=0)
+    _, mask, _ = random_masking(torch.zeros(3, 16, 2, device="cuda"), 0.75, torch.Generator("cuda").manual_seed(0))
+    assert mask.device.type == "cuda" and (mask.sum(1) == 12).all()
+    rows, cols = hungarian_match(torch.rand(5, 3, device="cuda"))
+    assert rows.device.type == "cuda" and len(cols) == 3
