@@ -30,13 +30,17 @@ from ._common import VIT
 DEFAULTS = (1.0, 5.0, 2.0)  # w_class, w_l1, w_giou
 
 
-def _cost_case(seed, Q, M, K, weights=None, dtype=torch.float32):
+def _cost_case(seed, Q, M, K, weights=None, dtype=torch.float32, swap=False):
+    """``swap``: logits and boxes are non-contiguous (column-major) views."""
+
     def make():
         g = torch.Generator().manual_seed(seed)
         logits = 2.0 * torch.randn(Q, K, generator=g, dtype=dtype)
         centres = 0.25 + 0.5 * torch.rand(Q + M, 2, generator=g, dtype=dtype)
         sizes = 0.05 + 0.4 * torch.rand(Q + M, 2, generator=g, dtype=dtype)
         boxes = torch.cat([centres, sizes], dim=1)  # (Q + M, 4) in (cx, cy, w, h)
+        if swap:
+            logits, boxes = (t.t().contiguous().t() for t in (logits, boxes))
         labels = torch.randint(K, (M,), generator=g)
         return "cost", (logits, boxes[:Q], labels, boxes[Q:]), weights
 
@@ -175,6 +179,8 @@ CHECK = Part(
         Case("matching cost, other weights", _cost_case(711, 5, 3, 4, weights=(2.0, 1.5, 0.5)), weight=2.0),
         Case("matching cost, one target", _cost_case(712, 3, 1, 2)),
         Case("matching cost, float64", _cost_case(713, 4, 4, 5, dtype=torch.float64)),
+        Case("matching cost, one prediction and one target", _cost_case(714, 1, 1, 3)),
+        Case("matching cost, non-contiguous inputs", _cost_case(715, 6, 3, 4, swap=True)),
         Case("assignment", _assignment_case(721, 6, 6), weight=2.0),
         Case("assignment with ties", _assignment_case(722, 7, 7, integer=True), weight=2.0),
         Case("assignment, more columns than rows", _assignment_case(723, 3, 7)),
