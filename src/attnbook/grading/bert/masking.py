@@ -70,11 +70,17 @@ def _check_rules(ids, special, inputs, labels) -> torch.Tensor:
     """The exact rules; returns the chosen positions (B, T)."""
     is_special = torch.isin(ids, torch.tensor(special))
     chosen = labels != IGNORE
+    if not bool(chosen.any()):
+        raise CheckFailed("no position was chosen: labels are -100 everywhere")
+    if bool(chosen.all()):
+        raise CheckFailed("every token has a label: labels must be -100 at the positions not chosen, so that they "
+                          "carry no loss")
+    if not bool(chosen[is_special].any()) and not torch.equal(inputs[~chosen], ids[~chosen]):
+        raise CheckFailed("tokens that were not chosen were changed: the 80/10/10 replacement applies only to the "
+                          "chosen 15 %, every other token stays as it is")
     if bool(chosen[is_special].any()) or not torch.equal(inputs[is_special], ids[is_special]):
         raise CheckFailed("special tokens ([CLS], [SEP], [PAD], ...) were chosen or changed: only the "
                           "non-special tokens may be chosen for masking")
-    if not bool(chosen.any()):
-        raise CheckFailed("no position was chosen: labels are -100 everywhere")
     if not torch.equal(labels[chosen], ids[chosen]):
         raise CheckFailed("at a chosen position the label must be the original token (what the model must "
                           "predict), not the [MASK] id or the replacement")
