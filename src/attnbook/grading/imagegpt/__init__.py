@@ -1,0 +1,40 @@
+"""Checks for chapter 5's exercises (``solutions/05-imagegpt``): palettes, raster order, bits/dim, completion.
+
+One module per graded part, in the notebook's order: the 9-bit palette
+(:mod:`.quantize`, ``check_quantize_9bit``), nearest colours and a k-means
+step (:mod:`.palette`, ``check_palette``), raster order (:mod:`.sequence`,
+``check_raster_order``), bits per dimension (:mod:`.bpd`,
+``check_bits_per_dim``), image completion by sampling (:mod:`.completion`,
+``check_complete``) and PixelCNN's kernel mask (:mod:`.mask`,
+``check_pixelcnn_mask``). Each compares the student's function with a private
+copy of :mod:`attnbook.imagegpt` and names the mistakes students make most
+(channels packed in the wrong order, rounding instead of flooring,
+column-major order, nats instead of bits, a mean per image, completions that
+overwrite the given rows, a type-B mask where type A is needed, ...).
+
+>>> def to_sequence(tokens):            # reads the image column by column
+...     return tokens.transpose(1, 2).reshape(tokens.shape[0], -1)
+>>> def from_sequence(seq, H, W):
+...     return seq.reshape(seq.shape[0], H, W)
+>>> check_raster_order(to_sequence, from_sequence)
+Traceback (most recent call last):
+...
+attnbook.grading.errors.CheckFailed: the pixels are read column by column: raster order reads row by row, ...
+"""
+
+from .bpd import check_bits_per_dim
+from .completion import check_complete, completion_test_model
+from .mask import check_pixelcnn_mask
+from .palette import check_palette
+from .quantize import check_quantize_9bit
+from .sequence import check_raster_order
+
+__all__ = [
+    "check_quantize_9bit",
+    "check_palette",
+    "check_raster_order",
+    "check_bits_per_dim",
+    "check_complete",
+    "check_pixelcnn_mask",
+    "completion_test_model",
+]

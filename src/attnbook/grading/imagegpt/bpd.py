@@ -1,0 +1,109 @@
+"""Part 4: ``bits_per_dim(logits (..., V), targets (...)) -> mean -log2 p(target)``, a 0-dim tensor.
+
+The mean is over every pixel of every image. The named mistakes: nats (no
+division by ln 2), a mean per image (bits per image), a sum, a softmax
+applied before the cross-entropy, ``log10``, a loss that cannot be
+back-propagated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from .._compare import close, require_tensor
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..steps import require_unchanged, snapshot
+from ._common import IG
+
+__all__ = ["check_bits_per_dim"]
+
+
+def _case(seed: int, shape: tuple[int, ...], V: int, dtype: torch.dtype = torch.float32, *,
+          strided: bool = False, grad: bool = False):
+    """Logits (*shape, V) and targets (*shape); ``strided``: the logits (B, T, V) are a transposed view."""
+
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        if strided:  # stored (T, B, V) and transposed: the first two axes cannot be merged by a view
+            logits = (2.0 * torch.randn(shape[1], shape[0], V, generator=g)).to(dtype).transpose(0, 1)  # (B, T, V)
+        else:
+            logits = (2.0 * torch.randn(*shape, V, generator=g)).to(dtype)
+        targets = torch.randint(V, shape, generator=g)
+        return (logits, targets, "grad") if grad else (logits, targets)
+
+    return make
+
+
+VISIBLE = (Case("sequences (B, T, V)", _case(0, (2, 16), 8)),)
+HIDDEN = (
+    Case("images (B, H, W, V)", _case(1, (3, 4, 4), 8), weight=2.0),
+    Case("a batch of one", _case(2, (1, 10), 8)),
+    Case("512 colours", _case(3, (2, 6), 512)),
+    Case("float64 logits", _case(4, (2, 5), 6, torch.float64)),
+    Case("non-contiguous logits", _case(5, (3, 7), 5, strided=True)),
+    Case("the gradient reaches the logits", _case(6, (2, 9), 8, grad=True), weight=2.0),
+)
+
+
+def _variants(logits: torch.Tensor, targets: torch.Tensor):
+    V = logits.shape[-1]
+    x = logits.detach().double()
+    nll = F.cross_entropy(x.reshape(-1, V), targets.reshape(-1), reduction="none").view(targets.shape)  # nats
+    bits = nll / math.log(2)
+    per_image = bits.reshape(bits.shape[0], -1).sum(1).mean() if bits.dim() > 1 else bits.sum()
+    return [
+        ("the result is in nats: bits per dimension uses log base 2, so divide the cross-entropy by ln 2",
+         nll.mean()),
+        ("this is a mean per image (bits per image): divide by the number of pixels too, to get bits per "
+         "dimension", per_image),
+        ("the bits are summed: take the mean over every pixel of every image", bits.sum()),
+        ("log base 10 is not bits: divide the cross-entropy by ln 2", nll.mean() / math.log(10)),
+        ("a softmax was applied before F.cross_entropy, which applies log-softmax itself: pass the raw logits",
+         F.cross_entropy(torch.softmax(x, -1).reshape(-1, V), targets.reshape(-1)) / math.log(2)),
+    ]
+
+
+def _check(fn: Callable) -> Callable:
+    def check(logits, targets, *mode):
+        grad = mode == ("grad",)
+        logits = logits.detach().clone().requires_grad_(grad)  # clone keeps the strides of a transposed view
+        before = snapshot(logits, targets)
+        result = run_student(fn, logits, targets, what="bits_per_dim")
+        require_unchanged(before, logits, targets, message="bits_per_dim changed logits or targets in place")
+        if isinstance(result, float):
+            raise CheckFailed("bits_per_dim should return a tensor (a float from .item() cannot be "
+                              "back-propagated)")
+        bpd = require_tensor(result, "the result of bits_per_dim")
+        if bpd.dim() != 0:
+            raise CheckFailed(f"bits_per_dim should return one number (a 0-dim tensor), got shape "
+                              f"{tuple(bpd.shape)}: take the mean over every pixel")
+        expected = IG.bits_per_dim(logits.detach(), targets)
+        if not close(bpd.detach(), expected, logits.dtype):
+            for message, variant in _variants(logits, targets):
+                if close(bpd.detach().double(), variant, torch.float32):
+                    raise CheckFailed(message)
+            raise CheckFailed("the value differs from the mean over all pixels of -log2 softmax(logits)[target]")
+        if bpd.dtype != logits.dtype:
+            raise CheckFailed(f"for {logits.dtype} logits the result should be {logits.dtype} too")
+        if grad:
+            if not bpd.requires_grad:
+                raise CheckFailed("the result is detached from the logits: backward() must reach them")
+            (g,) = torch.autograd.grad(bpd, logits)
+            ref = logits.detach().clone().requires_grad_(True)
+            (g_ref,) = torch.autograd.grad(IG.bits_per_dim(ref, targets), ref)
+            if not close(g, g_ref):
+                raise CheckFailed("the value is right but the gradient is not")
+
+    return check
+
+
+FORBIDDEN = ("attnbook.imagegpt.model.bits_per_dim",)
+
+check_bits_per_dim = Part(name="check_bits_per_dim", visible=VISIBLE, hidden=HIDDEN, check=_check,
+                          forbidden=FORBIDDEN)

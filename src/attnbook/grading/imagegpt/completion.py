@@ -1,0 +1,167 @@
+"""Part 5: ``complete(model, tokens, rows_kept, temperature, generator)``, checked by counting draws.
+
+A case completes ``DRAWS`` copies of one image of a small random ImageGPT
+(sharp predictions, so that mistakes show) with the first ``rows_kept`` rows
+given. The kept rows must come back unchanged, exactly. The first sampled
+pixel must follow ``softmax(logits / temperature)``; the second must follow
+the model's prediction *given the first pixel as drawn*, so its counts are
+compared with the sum over the copies of those probabilities. Each count
+must be within ``6`` standard deviations (plus 2) of its expectation, which
+a right answer breaks with probability below ``1e-8``. The generator is
+checked apart: generators seeded alike must repeat a completion, generators
+seeded differently must not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from attnbook.imagegpt import ImageGPT, ImageGPTConfig
+
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..steps import require_unchanged, snapshot
+from ._common import require_ids
+
+__all__ = ["check_complete", "completion_test_model"]
+
+DRAWS = 3000  # copies of the image completed in one call
+Z = 6.0  # bound in standard deviations
+
+
+def completion_test_model(seed: int = 0, *, height: int = 3, width: int = 4, vocab_size: int = 6) -> ImageGPT:
+    """A small random ImageGPT whose predictions are far from uniform (large weights), in eval mode.
+
+    The global random state is left as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        cfg = ImageGPTConfig(vocab_size=vocab_size, height=height, width=width, n_layer=1, n_head=2, n_embd=16)
+        model = ImageGPT(cfg)
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.dim() > 1:
+                    p.normal_(0.0, 0.7)
+    return model.eval()
+
+
+def _case(seed: int, rows_kept: int, temperature: float, *mode: str, H: int = 3, W: int = 4, B: int = DRAWS):
+    def make():
+        model = completion_test_model(seed, height=H, width=W)
+        g = torch.Generator().manual_seed(seed)
+        image = torch.randint(0, 6, (1, H, W), generator=g)
+        tokens = image.expand(B, H, W).clone()  # (B, H, W): the same image B times
+        if mode == ("strided",):
+            tokens = tokens.transpose(1, 2).contiguous().transpose(1, 2)  # the same values, not contiguous
+        return (model, tokens, rows_kept, temperature, seed, *mode)
+
+    return make
+
+
+VISIBLE = (Case("keep 2 rows, temperature 1", _case(11, 2, 1.0)),)
+HIDDEN = (
+    Case("temperature 0.5", _case(801, 1, 0.5), weight=2.0),
+    Case("temperature 1.7", _case(802, 2, 1.7)),
+    Case("no row kept: the whole image sampled", _case(803, 0, 1.0), weight=2.0),
+    Case("every row kept: nothing to sample", _case(804, 3, 1.0, B=4)),
+    Case("another image size (4 x 3)", _case(805, 2, 1.0, H=4, W=3), weight=2.0),
+    Case("a seeded generator repeats the completion", _case(806, 1, 1.0, "repeat", B=200)),
+    Case("the completion follows the generator", _case(807, 1, 1.0, "seeds", B=200)),
+    Case("a batch of one", _case(808, 2, 1.0, "one", B=1)),
+    Case("non-contiguous tokens", _case(809, 1, 0.8, "strided")),
+)
+
+
+@torch.no_grad()
+def _probs(model: ImageGPT, seq: torch.Tensor, t: int, temperature: float) -> torch.Tensor:
+    """p(pixel t | pixels before it) of each row of ``seq`` (n, >= t + 1): (n, V), float64."""
+    return torch.softmax(model(seq[:, : t + 1])[:, t].double() / temperature, dim=-1)
+
+
+def fits(counts: torch.Tensor, expected: torch.Tensor, variance: torch.Tensor) -> bool:
+    return bool(((counts - expected).abs() <= Z * variance.sqrt() + 2).all())
+
+
+def _follows(values: torch.Tensor, p: torch.Tensor) -> bool:
+    """Whether draws ``values`` (n,), value i drawn from ``p[i]`` (n, V), are consistent with those probabilities."""
+    counts = F.one_hot(values, p.shape[1]).sum(0).double()  # (V,)
+    return fits(counts, p.sum(0), (p * (1 - p)).sum(0))
+
+
+def _run(fn: Callable, model, tokens: torch.Tensor, rows_kept: int, temperature: float, seed: int,
+         global_seed: int) -> torch.Tensor:
+    """One call of the student's complete with a seeded generator; the notebook's random state is kept."""
+    before = snapshot(tokens)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(global_seed)
+        result = run_student(fn, model, tokens, rows_kept, temperature, torch.Generator().manual_seed(seed),
+                             what="complete")
+    require_unchanged(before, tokens, message="complete changed its input tokens in place: fill a copy")
+    out = require_ids(result, "the result of complete", tuple(tokens.shape), "(B, H, W), like tokens")
+    if bool(((out < 0) | (out >= model.config.vocab_size)).any()):
+        raise CheckFailed("complete returned pixel values outside 0 .. V - 1")
+    return out
+
+
+def _check_distribution(model, tokens: torch.Tensor, out: torch.Tensor, rows_kept: int, temperature: float) -> None:
+    B, H, W = tokens.shape
+    seq, got = tokens.reshape(B, -1), out.reshape(B, -1)  # (B, H*W) in raster order
+    t = rows_kept * W  # the first pixel to sample
+    if bool((out[:, rows_kept] == tokens[:, rows_kept]).all()) and not _follows(got[:, t], _probs(model, seq, t, temperature)):
+        raise CheckFailed(f"the row after the kept ones was not sampled: with rows_kept = {rows_kept}, sampling "
+                          f"starts at row {rows_kept} (pixel rows_kept * W in raster order)")
+    p_first = _probs(model, seq, t, temperature)  # (B, V)
+    if not _follows(got[:, t], p_first):
+        logits = model(seq[:, : t + 1])[:, t].double()
+        if torch.equal(got[:, t], logits.argmax(-1)):
+            raise CheckFailed("every completion takes the most likely value: that is greedy decoding; draw each "
+                              "pixel with torch.multinomial(probs, 1, generator=generator)")
+        if temperature != 1.0 and _follows(got[:, t], torch.softmax(logits, -1)):
+            raise CheckFailed("the draws do not change with the temperature: divide the logits by the "
+                              "temperature before the softmax")
+        if temperature != 1.0 and _follows(got[:, t], torch.softmax(logits * temperature, -1)):
+            raise CheckFailed("the logits were multiplied by the temperature: divide them")
+        raise CheckFailed("the first sampled pixel does not follow the model's prediction "
+                          "softmax(logits[:, t] / temperature), where logits = model(seq)")
+    if t + 1 < H * W:
+        canvas = seq.clone()
+        canvas[:, t] = got[:, t]  # the first pixel as drawn
+        if not _follows(got[:, t + 1], _probs(model, canvas, t + 1, temperature)):
+            if _follows(got[:, t + 1], _probs(model, seq, t + 1, temperature)):
+                raise CheckFailed("each pixel must be predicted from the pixels sampled before it: write every "
+                                  "sampled pixel into the sequence before predicting the next one")
+            raise CheckFailed("the second sampled pixel does not follow the model's prediction given the "
+                              "pixels before it")
+
+
+def _check(fn: Callable) -> Callable:
+    def check(model, tokens, rows_kept, temperature, seed, *mode):
+        out = _run(fn, model, tokens, rows_kept, temperature, seed, seed + 1)
+        if not torch.equal(out[:, :rows_kept], tokens[:, :rows_kept]):
+            raise CheckFailed("the kept rows changed: the first rows_kept rows are given and must come back "
+                              "unchanged; sample only the pixels after them")
+        if rows_kept == tokens.shape[1] or mode == ("one",):
+            return
+        if mode in (("repeat",), ("seeds",)):
+            again = _run(fn, model, tokens, rows_kept, temperature, seed if mode == ("repeat",) else seed + 1000,
+                         seed + 2 if mode == ("repeat",) else seed + 1)
+            if mode == ("repeat",) and not torch.equal(out, again):
+                raise CheckFailed("two calls with generators seeded alike gave different completions: pass "
+                                  "generator to torch.multinomial(..., generator=generator)")
+            if mode == ("seeds",) and torch.equal(out, again):
+                raise CheckFailed("the completions do not depend on the generator: draw with "
+                                  "torch.multinomial(..., generator=generator), and do not reseed")
+            return
+        _check_distribution(model, tokens, out, rows_kept, temperature)
+
+    return check
+
+
+FORBIDDEN = ("attnbook.imagegpt.sampling.complete", "attnbook.imagegpt.sampling.sample_images",
+             "attnbook.gpt.generate", "attnbook.gpt.next_token_probs")
+
+check_complete = Part(name="check_complete", visible=VISIBLE, hidden=HIDDEN, check=_check, forbidden=FORBIDDEN)
