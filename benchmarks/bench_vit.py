@@ -1,0 +1,214 @@
+"""Chapter 6's measurements: ViT vs CNN on digits and MNIST-5k, the data sweep, MAE and a tiny DETR.
+
+Every run trains for a fixed number of steps (so a busy machine changes the
+seconds, not the result) with one CPU thread and ``torch.manual_seed``. Both
+the process's CPU seconds (what the run costs on an idle core) and the wall
+seconds are reported. Each part writes ``benchmarks/results/vit_<part>.csv``,
+whose first line is a comment with the command and the machine; chapter 6's
+pages plot these files.
+
+* ``digits``: ViT ``cpu-digits`` (patch 4, shifts of +-1 pixel) and
+  :class:`~attnbook.vit.cnn.SmallCNN` on scikit-learn's 8x8 digits
+  (1,437 train / 360 test). Target: ViT >= 98 %.
+* ``mnist``: ViT ``cpu-mnist`` (patch 7) and the CNN on MNIST-5k (4,000 /
+  1,000), with shifts of +-2 pixels on 10 %, 30 % and 100 % of the training
+  set, and without shifts on 100 %. Target: ViT >= 97 % with shifts.
+* ``mae``: an MAE (patch 2, 75 % masked) pre-trained on the digits' training
+  images (pixels standardised); masked-patch MSE against predicting the mean
+  patch; a logistic-regression probe on its features against a random encoder;
+  fine-tuning from it against training from scratch at equal steps.
+  Targets: MSE <= 0.55, probe >= 85 %, fine-tuning >= 4 points over scratch.
+* ``detr``: :class:`~attnbook.vit.detr.TinyDETR` on 2,000 square scenes,
+  tested on 200: matched-box IoU, class accuracy, "no object" accuracy.
+
+Run::
+
+    nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist mae detr
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from attnbook.data import load_digits, load_mnist5k, make_square_scenes
+from attnbook.train import fit
+from attnbook.vit import MAE, ViT, ViTConfig
+from attnbook.vit.classify import shifted_batches, train_classifier
+from attnbook.vit.cnn import SmallCNN
+from attnbook.vit.detr import DETRConfig, TinyDETR, matched_box_iou, set_loss
+
+RESULTS = Path(__file__).parent / "results"
+FIELDS = ["part", "model", "data_fraction", "max_shift", "steps", "cpu_seconds", "wall_seconds", "metric", "value"]
+
+
+def machine() -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch "
+            f"{torch.__version__}, {torch.get_num_threads()} thread, load average {load:.1f} at start")
+
+
+class Rows:
+    """Rows of one part, each written to ``results/vit_<part>.csv`` as soon as it is measured."""
+
+    def __init__(self, part: str) -> None:
+        RESULTS.mkdir(exist_ok=True)
+        self.path = RESULTS / f"vit_{part}.csv"
+        with open(self.path, "w", newline="") as f:
+            f.write(f"# .venv/bin/python benchmarks/bench_vit.py {part} | {machine()}\n")
+            csv.DictWriter(f, FIELDS).writeheader()
+
+    def add(self, row: dict[str, object]) -> None:
+        print(row, flush=True)
+        with open(self.path, "a", newline="") as f:
+            csv.DictWriter(f, FIELDS).writerow(row)
+
+
+class Clock:
+    """CPU seconds of this (one-thread) process, which a busy machine does not inflate, and wall seconds."""
+
+    def __init__(self) -> None:
+        self.cpu, self.wall = time.process_time(), time.perf_counter()
+
+    def fields(self) -> dict[str, float]:
+        return {"cpu_seconds": round(time.process_time() - self.cpu, 1),
+                "wall_seconds": round(time.perf_counter() - self.wall, 1)}
+
+
+def digits_split() -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+    """The chapter's split of the 8x8 digits: 1,437 train / 360 test, images (N, 1, 8, 8)."""
+    images, labels = load_digits()
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))
+    x, y = images[order, None], labels[order]  # (N, 1, 8, 8)
+    return (x[:1437], y[:1437]), (x[1437:], y[1437:])
+
+
+def mnist_split() -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+    """MNIST-5k as 4,000 train / 1,000 test, images (N, 1, 28, 28) in 0..1."""
+    images, labels = load_mnist5k(seed=0)
+    x = images[:, None].float() / 255  # (N, 1, 28, 28)
+    return (x[:4000], labels[:4000]), (x[4000:], labels[4000:])
+
+
+def classify(part: str, name: str, model: torch.nn.Module, train, test, *, steps: int, max_shift: int,
+             fraction: float = 1.0, lr: float = 2e-3) -> dict[str, object]:
+    n = int(round(fraction * len(train[1])))
+    clock = Clock()
+    history = train_classifier(model, (train[0][:n], train[1][:n]), test, steps=steps, lr=lr, max_shift=max_shift)
+    return dict(part=part, model=name, data_fraction=fraction, max_shift=max_shift, steps=steps,
+                **clock.fields(), metric="test_accuracy", value=round(history.last["accuracy"], 4))
+
+
+def part_digits(rows: Rows) -> None:
+    train, test = digits_split()
+    torch.manual_seed(0)
+    rows.add(classify("digits", "vit", ViT(ViTConfig.preset("cpu-digits")), train, test, steps=4000, max_shift=1))
+    torch.manual_seed(0)
+    rows.add(classify("digits", "cnn", SmallCNN(), train, test, steps=1000, max_shift=1))
+
+
+def part_mnist(rows: Rows) -> None:
+    train, test = mnist_split()
+    for fraction, shift in ((1.0, 2), (1.0, 0), (0.3, 2), (0.1, 2)):
+        torch.manual_seed(0)
+        rows.add(classify("mnist", "vit", ViT(ViTConfig.preset("cpu-mnist")), train, test,
+                          steps=2900, max_shift=shift, fraction=fraction))
+        torch.manual_seed(0)
+        rows.add(classify("mnist", "cnn", SmallCNN(), train, test, steps=600, max_shift=shift, fraction=fraction))
+
+
+def standardise(x: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    return (x - ref.mean()) / ref.std()
+
+
+def features(encoder: ViT, images: torch.Tensor) -> np.ndarray:
+    with torch.no_grad():
+        return encoder.forward_features(images).mean(dim=1).numpy()  # mean over 1 + N tokens -> (B, D)
+
+
+def probe(encoder: ViT, train, test) -> float:
+    from sklearn.linear_model import LogisticRegression
+
+    clf = LogisticRegression(max_iter=2000).fit(features(encoder, train[0]), train[1].numpy())
+    return float(clf.score(features(encoder, test[0]), test[1].numpy()))
+
+
+def part_mae(rows: Rows, steps: int = 3000, finetune_steps: int = 300) -> None:
+    (xtr, ytr), (xte, yte) = digits_split()
+    xtr, xte = standardise(xtr, xtr), standardise(xte, xtr)
+    config = ViTConfig.preset("cpu-digits", patch_size=2)
+    torch.manual_seed(0)
+    mae = MAE(config, decoder_embed_dim=64, decoder_depth=1)
+    g = torch.Generator().manual_seed(0)
+    clock = Clock()
+    fit(mae, lambda m, b: m(b[0])[0], shifted_batches(xtr, ytr, batch_size=64, generator=g), steps=steps,
+        lr=2e-3, weight_decay=0.05, schedule="cosine", warmup_steps=100, device="cpu", progress=False)
+    seconds = clock.fields()
+    mae.eval()
+    with torch.no_grad():
+        loss, pred, mask = mae(xte, generator=torch.Generator().manual_seed(1))
+    from attnbook.vit import patchify
+
+    target = patchify(xte, 2)  # (B, 16, 4)
+    mean_patch = patchify(xtr, 2).mean(dim=0)  # (16, 4): the average training patch at each position
+    baseline = (((mean_patch - target) ** 2).mean(-1) * mask).sum() / mask.sum()
+    torch.manual_seed(0)
+    random_encoder = ViT(config.replace(num_classes=0))
+    for m, v in (("masked_mse", loss), ("mean_patch_mse", baseline),
+                 ("probe_accuracy", probe(mae.encoder, (xtr, ytr), (xte, yte))),
+                 ("random_probe_accuracy", probe(random_encoder, (xtr, ytr), (xte, yte)))):
+        rows.add(dict(part="mae", model="mae", data_fraction=1.0, max_shift=0, steps=steps, **seconds,
+                      metric=m, value=round(float(v), 4)))
+    for name, encoder in (("finetuned", mae.encoder), ("scratch", random_encoder)):
+        model = ViT(config.replace(num_classes=10))
+        model.load_state_dict({**encoder.state_dict(), **{k: v for k, v in model.state_dict().items()
+                                                          if k.startswith("head")}})
+        rows.add(classify("mae", name, model, (xtr, ytr), (xte, yte), steps=finetune_steps, max_shift=0, lr=1e-3))
+
+
+def part_detr(rows: Rows, steps: int = 2000) -> None:
+    train, test = make_square_scenes(2000, seed=0), make_square_scenes(200, seed=1)
+    config = DETRConfig()
+    torch.manual_seed(0)
+    model = TinyDETR(config)
+    g = torch.Generator().manual_seed(0)
+
+    def batch():
+        idx = torch.randint(0, len(train.images), (32,), generator=g).tolist()
+        return train.images[idx], [train.labels[i] for i in idx], [train.boxes[i] for i in idx]
+
+    clock = Clock()
+    fit(model, lambda m, b: set_loss(m(b[0]), b[1], b[2], config)[0], batch, steps=steps, lr=1e-3,
+        weight_decay=1e-4, schedule="cosine", warmup_steps=100, device="cpu", progress=False)
+    seconds = clock.fields()
+    model.eval()
+    with torch.no_grad():
+        scores = matched_box_iou(model(test.images), test.labels, test.boxes, config)
+    for k, v in scores.items():
+        rows.add(dict(part="detr", model="tiny-detr", data_fraction=1.0, max_shift=0, steps=steps, **seconds,
+                      metric=k, value=round(v, 4)))
+
+
+PARTS = {"digits": part_digits, "mnist": part_mnist, "mae": part_mae, "detr": part_detr}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("parts", nargs="+", choices=sorted(PARTS))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    for part in args.parts:
+        PARTS[part](Rows(part))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
