@@ -29,7 +29,7 @@ from ._common import require_ids
 
 __all__ = ["check_complete", "completion_test_model"]
 
-DRAWS = 3000  # copies of the image completed in one call
+DRAWS = 2000  # copies of the image completed in one call
 Z = 6.0  # bound in standard deviations
 
 

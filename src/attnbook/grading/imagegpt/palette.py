@@ -37,7 +37,7 @@ def _case(seed: int, lead: tuple[int, ...], k: int, dtype: torch.dtype = torch.f
             pixels = torch.tensor([50.0, 0, 0]).repeat(*lead, 1) + torch.zeros(*lead, 3)
             pixels[..., 1:] = torch.randint(0, 3, (*lead, 2), generator=g).double()
         if empty:  # the last colour is far from every pixel: no pixel is nearest to it
-            pixels = pixels * 0.5
+            pixels = (pixels * 0.5).round()
             palette[-1] = torch.tensor([255.0, 255, 255])
         if strided:
             palette = palette.t().contiguous().t()  # (k, 3) stored column-major

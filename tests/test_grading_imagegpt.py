@@ -1,0 +1,145 @@
+"""attnbook.grading.imagegpt, fast: chapter 5's catalogued answers are graded as they should be, in-process.
+
+The same catalogue (autograder/fixtures/answers/05-imagegpt.py) is graded end to
+end through the sandboxed judge in test_autograder.py.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+import attnbook.imagegpt as ig
+from attnbook.grading import imagegpt as checks
+from attnbook.grading.errors import CheckFailed
+from attnbook.grading.imagegpt import _common, completion, mask, palette
+
+_spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
+EXERCISE = harness.Exercise("05-imagegpt")
+CHAPTER = EXERCISE.answers
+PARTS = [checks.check_quantize_9bit, checks.check_palette, checks.check_raster_order, checks.check_bits_per_dim,
+         checks.check_complete, checks.check_pixelcnn_mask]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """The checks run small models: one thread is fastest, and a busy machine does not slow it down."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_the_catalogue_covers_every_part_and_the_issues_mistakes():
+    assert len(CHAPTER) >= 8 and all(name.startswith("igpt_") for name in CHAPTER)
+    for grade_id in EXERCISE.checks:
+        wrong = [a for a in CHAPTER.values() if a["cells"] and a["expected"].get(grade_id, 0) != "full"]
+        assert len(wrong) >= 2, grade_id  # at least two realistic wrong answers per part
+        partial = [a for a in CHAPTER.values() if a["expected"].get(grade_id, 0) == "partial"]
+        assert partial, grade_id  # a mistake that only the hidden edge cases reveal
+    assert any(all(a["expected"].get(g) == "full" for g in EXERCISE.checks) for a in CHAPTER.values())
+    phrases = [p for a in CHAPTER.values() for p in harness.phrases(a["message"])]
+    for named in ("red goes in the high bits", "rounded to the nearest bin",  # the issue's seven mistakes
+                  "read column by column", "in nats", "a mean per image", "the kept rows changed",
+                  "type A must hide the centre pixel",
+                  "became NaN", "keep the leading axes", "a squeeze() drops", "non-contiguous",
+                  "write every sampled pixel into the sequence", "generators seeded alike", "1 x 1"):
+        assert any(named in p for p in phrases), named
+
+
+@pytest.mark.parametrize("name", sorted(CHAPTER))
+def test_catalogued_answer_is_graded_as_expected(name, capsys):
+    EXERCISE.assert_graded_as_expected(name, capsys)
+
+
+def test_every_test_cell_calls_a_part_of_this_chapter():
+    assert len(EXERCISE.test_cells) >= 6
+    EXERCISE.assert_test_cells_well_formed()
+    assert sorted(check.name for check, _ in EXERCISE.checks.values()) == sorted(p.name for p in PARTS)
+    for cell in EXERCISE.test_cells.values():  # the import path the released notebooks use
+        assert "from attnbook.grading.imagegpt import check_" in cell.source
+
+
+@pytest.mark.parametrize("grade_id", sorted(EXERCISE.checks))
+def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
+    EXERCISE.assert_solution_full_and_stub_zero(grade_id)
+
+
+def test_hidden_tests_are_not_in_the_released_notebook():
+    EXERCISE.assert_stub_hides_the_answers()
+
+
+# ------------------------------------------------------------------ the checks themselves
+
+
+def test_the_private_reference_agrees_with_the_package():
+    images = torch.randint(0, 256, (2, 3, 4, 4), dtype=torch.uint8)
+    assert torch.equal(_common.IG.quantize_9bit(images), ig.quantize_9bit(images))
+    assert _common.IG.quantize_9bit is not ig.quantize_9bit
+
+
+@pytest.mark.parametrize("check, args", [
+    (checks.check_quantize_9bit, (ig.quantize_9bit, ig.dequantize_9bit)),
+    (checks.check_raster_order, (ig.to_sequence, ig.from_sequence)),
+    (checks.check_bits_per_dim, (ig.bits_per_dim,)),
+    (checks.check_complete, (ig.complete,)),
+    (checks.check_pixelcnn_mask, (ig.pixelcnn_mask,)),
+])
+def test_the_reference_itself_is_trapped(check, args):
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        check(*args)
+
+
+def test_patching_the_public_package_does_not_fool_the_checks(monkeypatch):
+    def l1_nearest(pixels, palette):
+        return (pixels[..., None, :] - palette).abs().sum(-1).argmin(-1)
+
+    def nearest(pixels, palette):
+        return ((pixels[..., None, :] - palette) ** 2).sum(-1).argmin(-1)
+
+    def kmeans_step(pixels, palette):
+        ids = nearest(pixels, palette)
+        return torch.stack([pixels[ids == j].mean(0) if (ids == j).any() else palette[j]
+                            for j in range(len(palette))])
+
+    # The checker compares with its private copy: a patched public module changes no expected value.
+    def patched(pixels, palette):
+        return l1_nearest(pixels, palette)
+
+    monkeypatch.setattr(ig.palette, "nearest_colour", patched)
+    monkeypatch.setattr(ig, "nearest_colour", patched)
+    checks.check_palette(nearest, kmeans_step)
+    with pytest.raises(CheckFailed, match="absolute differences"):  # and the L1 distance is still caught
+        checks.check_palette(l1_nearest, kmeans_step)
+
+
+def test_completion_statistics_accept_right_answers_and_reject_near_misses():
+    model = completion.completion_test_model(3)
+    seq = torch.randint(0, 6, (1, 12), generator=torch.Generator().manual_seed(3)).expand(completion.DRAWS, 12)
+    p = completion._probs(model, seq, 4, 1.0)  # (n, V), every row alike
+    g = torch.Generator().manual_seed(0)
+    right = torch.multinomial(p, 1, generator=g)[:, 0]
+    assert completion._follows(right, p)
+    sharper = torch.softmax(torch.log(p) / 0.7, -1)  # temperature 0.7 instead of 1
+    assert not completion._follows(torch.multinomial(sharper, 1, generator=g)[:, 0], p)
+    assert not completion._follows(p.argmax(-1), p)
+
+
+def test_mask_variants_are_all_different_from_the_answer():
+    for k in (3, 5, 7):
+        for kind in "AB":
+            expected = ig.pixelcnn_mask(k, kind)
+            for message, variant in mask._variants(k, kind):
+                assert not torch.equal(variant, expected), (k, kind, message)
+
+
+def test_palette_cases_have_integer_colours_so_distances_tie_exactly():
+    for case in palette.VISIBLE + palette.HIDDEN:
+        pixels, pal = case.make()
+        assert torch.equal(pixels, pixels.round()) and torch.equal(pal, pal.round())
+    pixels, pal = palette._case(2, (12,), 3, ties=True)()
+    d2 = ((pixels[:, None] - pal) ** 2).sum(-1)
+    assert torch.equal(d2[:, 0], d2[:, 1])  # the ties case really ties
