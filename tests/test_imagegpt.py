@@ -24,6 +24,7 @@ from attnbook.imagegpt import (
     grey_levels,
     kmeans_inertia,
     kmeans_palette,
+    kmeans_step,
     layer_features,
     linear_probe,
     nearest_colour,
@@ -158,6 +159,19 @@ def test_kmeans_inertia_within_1_percent_of_sklearn(photo_pixels):
     assert palette.shape == (16, 3) and palette.dtype == pixels.dtype
     one = kmeans_inertia(pixels, kmeans_palette(pixels, 16, iters=100, seed=0))
     assert ours <= one  # the best of four seedings is no worse than the first
+
+
+def test_kmeans_step_moves_colours_to_their_means():
+    g = _gen(4)
+    pixels = torch.rand(200, 3, generator=g, dtype=torch.float64) * 100  # all in [0, 100)
+    palette = torch.cat([torch.rand(4, 3, generator=g, dtype=torch.float64) * 100, torch.full((1, 3), 1e4)])
+    ids = torch.cdist(pixels, palette).argmin(dim=1)
+    moved = kmeans_step(pixels, palette)
+    for j in range(4):
+        assert torch.allclose(moved[j], pixels[ids == j].mean(dim=0))
+    assert torch.equal(moved[4], palette[4])  # no pixel is near it: it stays, no NaN
+    before = kmeans_inertia(pixels, palette[:4])
+    assert kmeans_inertia(pixels, moved[:4]) <= before  # a Lloyd step never increases the inertia
 
 
 def test_kmeans_is_seeded_and_handles_duplicates():
