@@ -311,3 +311,25 @@ def test_freeze_all_but_top_counts() -> None:
         freeze_all_but_top(model, 3)
     with pytest.raises(TypeError, match="BertModel"):
         freeze_all_but_top(torch.nn.Linear(2, 2), 0)
+
+
+@pytest.mark.gpu
+def test_cuda_forward_matches_cpu_and_trains_under_bf16_autocast() -> None:
+    from attnbook.runtime import autocast
+
+    torch.manual_seed(0)
+    model = BertForPreTraining(tiny()).eval()
+    ids, seg, mask = batch()
+    cpu_mlm, cpu_nsp = model(ids, seg, mask)
+    cuda = torch.device("cuda")
+    model = model.to(cuda)
+    gpu_mlm, gpu_nsp = model(ids.to(cuda), seg.to(cuda), mask.to(cuda))
+    torch.testing.assert_close(gpu_mlm.cpu(), cpu_mlm, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(gpu_nsp.cpu(), cpu_nsp, rtol=1e-3, atol=1e-3)
+    model.train()
+    inputs, labels = mask_tokens(ids, SPECIAL, V, torch.Generator().manual_seed(0), 0.3, mask_id=MASK)
+    with autocast(cuda):
+        mlm, _ = model(inputs.to(cuda), seg.to(cuda), mask.to(cuda))
+        loss = mlm_loss(mlm.float(), labels.to(cuda))
+    loss.backward()
+    assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
