@@ -24,7 +24,7 @@ from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_OUTPUT_COLUMNS = 80
-MAX_EQUATION_GLYPHS = 72
+MAX_EQUATION_GLYPHS = 68
 _FILE_NAME = re.compile(r"^[\w./-]+\.(png|jpe?g|svg|gif)$", re.I)
 _WARNING = re.compile(r"Traceback \(most recent call last\)|\b\w*Warning: ")
 
