@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 1)
 STATE  ?= .
 
-.PHONY: install data book test release grade report grader-check clean
+.PHONY: install data book book-instructor test release grade report grader-check clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,13 @@ ifeq ($(CI),true)
 endif
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "Open the book: _build/html/index.html"
+
+# The instructor edition: the book plus every chapter's solution notebook, executed (never published).
+book-instructor: data
+	$(PY) tools/instructor_edition.py _build/instructor-config
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --path-output _build/instructor \
+		--toc _build/instructor-config/_toc.yml --config _build/instructor-config/_config.yml
+	@echo "Open the instructor edition: _build/instructor/_build/html/index.html"
 
 test: install
 	$(PY) -m pytest
