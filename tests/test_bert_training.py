@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from attnbook.bert import (BertConfig, BertForPreTraining, BertForSequenceClassification,
                            freeze_all_but_top, mlm_loss)
-from attnbook.bert.training import (CLS, MASK, PAD, SEP, SPECIAL_TOKENS, WordVocab, _pretraining_loss,
+from attnbook.bert.training import (CLS, MASK, PAD, SEP, SPECIAL_TOKENS, WordVocab, pretraining_loss,
                                     bow_baseline, classification_accuracy, classifier_from_pretrained,
                                     encode_sentences, finetune, mlm_batch, nsp_rows, pack_sentences,
                                     pretrain, pretraining_metrics, shakespeare_speeches, unigram_mlm_loss,
@@ -114,7 +114,7 @@ def test_pretraining_loss_equals_mlm_loss_plus_nsp():
     batch = mlm_batch(rows, torch.arange(len(rows["input_ids"])), 40, generator=torch.Generator().manual_seed(2))
     mlm_logits, nsp_logits = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
     expected = mlm_loss(mlm_logits, batch["labels"]) + F.cross_entropy(nsp_logits, batch["next_sentence_label"])
-    assert _pretraining_loss(model, batch).item() == pytest.approx(expected.item(), rel=1e-5)
+    assert pretraining_loss(model, batch).item() == pytest.approx(expected.item(), rel=1e-5)
     metrics = pretraining_metrics(model, batch, chunk=7)  # chunks must not change the scores
     assert metrics["mlm_loss"] == pytest.approx(mlm_loss(mlm_logits, batch["labels"]).item(), rel=1e-5)
     assert set(metrics) == {"mlm_loss", "mlm_accuracy", "visible_accuracy", "nsp_accuracy"}
@@ -148,10 +148,10 @@ def test_static_masking_repeats_the_same_masks(monkeypatch, static):
 
     def recording_loss(model, batch):
         seen.extend(zip(batch["input_ids"].tolist(), batch["labels"].tolist()))
-        return training._pretraining_loss.__wrapped__(model, batch)
+        return training.pretraining_loss.__wrapped__(model, batch)
 
-    recording_loss.__wrapped__ = training._pretraining_loss
-    monkeypatch.setattr(training, "_pretraining_loss", recording_loss)
+    recording_loss.__wrapped__ = training.pretraining_loss
+    monkeypatch.setattr(training, "pretraining_loss", recording_loss)
     torch.manual_seed(0)
     model = BertForPreTraining(tiny_config(15))
     rows, val = {"input_ids": copy_corpus(8)}, {"input_ids": copy_corpus(4, seed=1)}

@@ -40,7 +40,8 @@ from attnbook.train import History, fit
 
 __all__ = [
     "SPECIAL_TOKENS", "words", "WordVocab", "shakespeare_speeches", "pack_sentences", "nsp_rows",
-    "encode_sentences", "unigram_mlm_loss", "bow_baseline", "mlm_batch", "pretrain",
+    "encode_sentences", "unigram_mlm_loss", "bow_baseline", "mlm_batch", "pretraining_loss",
+    "pretraining_metrics", "pretrain", "classification_accuracy",
     "classifier_from_pretrained", "finetune",
 ]
 
@@ -85,6 +86,10 @@ class WordVocab:
         return cls([*SPECIAL_TOKENS, *ranked])
 
     def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def vocab_size(self) -> int:
         return len(self.tokens)
 
     @property
@@ -256,7 +261,7 @@ def mlm_batch(rows: dict[str, torch.Tensor], index: torch.Tensor, vocab_size: in
     return batch
 
 
-def _pretraining_loss(model: BertForPreTraining, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def pretraining_loss(model: BertForPreTraining, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """MLM loss (+ NSP loss): the value of ``mlm_loss(mlm_logits, labels)``, but the MLM head runs on
     the chosen positions only -- 15 % of its cost, which dominates a small model with a large V."""
     seq, pooled = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])  # (B, T, C)
@@ -336,7 +341,7 @@ def pretrain(model: BertForPreTraining, rows: dict[str, torch.Tensor], val: dict
             index = torch.randint(n, (batch_size,), generator=gen)
             return mlm_batch(rows, index, model.config.vocab_size, generator=gen, all_mask=all_mask)
 
-    return fit(model, _pretraining_loss, next_batch, steps=steps, lr=lr, schedule="cosine",
+    return fit(model, pretraining_loss, next_batch, steps=steps, lr=lr, schedule="cosine",
                warmup_steps=warmup_steps, eval_fn=lambda m: pretraining_metrics(m, val_batch),
                eval_every=eval_every, max_seconds=max_seconds, device=device, progress=progress)
 

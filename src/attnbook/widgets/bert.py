@@ -86,8 +86,8 @@ def masking_explorer(tokenizer: object, text: str, *, special_ids: Sequence[int]
     """Type a sentence and re-sample its masking: a seed box, a masking-probability slider.
 
     ``tokenizer`` has ``encode(str) -> list[int]``, ``decode(ids) -> str`` and
-    ``len()`` (a :class:`attnbook.bert.training.WordVocab` or a WordPiece
-    tokenizer); the row read is ``[CLS] text [SEP]``. Each draw calls
+    ``vocab_size`` (a :class:`attnbook.bert.training.WordVocab` or a
+    :class:`attnbook.tokenizers.WordPieceTokenizer`); the row read is ``[CLS] text [SEP]``. Each draw calls
     :func:`attnbook.bert.mask_tokens` with a generator seeded by the seed box, so
     a seed always gives the same masking. ``controls`` holds ``"text"``,
     ``"seed"`` and ``"probability"``; ``image`` the PNG; ``status`` the counts.
@@ -99,12 +99,12 @@ def masking_explorer(tokenizer: object, text: str, *, special_ids: Sequence[int]
     >>> sorted(box.controls), bytes(box.image.value)[1:4] == b"PNG", "chosen" in box.status.value
     (['probability', 'seed', 'text'], True, True)
     """
-    for name in ("encode", "decode"):
-        if not callable(getattr(tokenizer, name, None)):
-            raise TypeError(f"tokenizer must have encode() and decode(), got {type(tokenizer).__name__}")
+    if not all(callable(getattr(tokenizer, a, None)) for a in ("encode", "decode")) or not hasattr(
+            tokenizer, "vocab_size"):
+        raise TypeError(f"tokenizer must have encode(), decode() and vocab_size, got {type(tokenizer).__name__}")
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    vocab_size = len(tokenizer)  # type: ignore[arg-type]
+    vocab_size = int(tokenizer.vocab_size)  # type: ignore[attr-defined]
     names = [tokenizer.decode([i]) for i in range(vocab_size)]  # type: ignore[attr-defined]
     text_box = widgets.Text(value=text, description="sentence", continuous_update=False,
                             layout=widgets.Layout(width="50em"))
