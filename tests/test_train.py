@@ -224,11 +224,23 @@ def test_a_list_of_batches_restarts_each_epoch():
     assert order == [0, 1, 2, 0, 1, 2, 0]
 
 
-def test_model_is_moved_to_the_device():
+def test_model_and_batches_are_moved_to_the_device():
+    """fit asks the model and every batch tensor for the device it was given (recorded, since this
+    machine may have only a CPU: moving CPU to CPU would prove nothing)."""
+    moved = []
+
+    class Spy(torch.Tensor):  # a tensor that records the devices it is sent to
+        def to(self, *args, **kwargs):
+            moved.append(("batch", str(args[0] if args else kwargs.get("device"))))
+            return torch.Tensor.to(self.as_subclass(torch.Tensor), *args, **kwargs)
+
     model = _mlp().to(torch.float32)
+    model_to = model.to
+    model.to = lambda *args, **kwargs: moved.append(("model", str(args[0]))) or model_to(*args, **kwargs)
     x, y = _blobs(8)
-    fit(model, _ce, [(x, y)], steps=1, **_quiet())
-    assert all(p.device.type == "cpu" for p in model.parameters())
+    fit(model, _ce, [(x.as_subclass(Spy), y.as_subclass(Spy))], steps=1, device="cpu", progress=False)
+    assert ("model", "cpu") in moved
+    assert moved.count(("batch", "cpu")) == 2
 
 
 @pytest.mark.gpu
