@@ -38,12 +38,10 @@ def class_token_maps(model: ViT, images: torch.Tensor) -> tuple[list[torch.Tenso
 def _draw(image: np.ndarray, layer_map: np.ndarray, rollout: np.ndarray, title: str) -> bytes:
     fig = Figure(figsize=(7.5, 2.6))
     axes = fig.subplots(1, 3)
-    extent = (0, image.shape[1], image.shape[0], 0)  # maps stretched over the image's pixels
     axes[0].imshow(image, cmap="gray" if image.ndim == 2 else None, interpolation="nearest")
     axes[0].set_title("image", fontsize=9)
     for ax, grid, name in ((axes[1], layer_map, title), (axes[2], rollout, "rollout (all layers)")):
-        ax.imshow(image, cmap="gray" if image.ndim == 2 else None, interpolation="nearest")
-        ax.imshow(grid, cmap="inferno", alpha=0.6, extent=extent, interpolation="nearest")
+        ax.imshow(grid, cmap="inferno", interpolation="nearest")  # on the patch grid, beside the image
         ax.set_title(name, fontsize=9)
     for ax in axes:
         ax.set_axis_off()
@@ -56,7 +54,7 @@ def vit_attention_explorer(model: ViT, images: torch.Tensor, labels: torch.Tenso
 
     ``images`` (B, C, H, W) are what the model reads. The picture shows the
     image, the chosen layer's attention from the class token to each patch
-    (one head, or the mean over heads) laid over it, and the attention rollout
+    (one head, or the mean over heads) on the patch grid, and the attention rollout
     over all layers. The status line gives the prediction (and the label when
     ``labels`` is given) and the share of the class token's attention that the
     shown map puts on its most attended patch. ``controls`` holds ``"image"``,
