@@ -31,6 +31,8 @@ def build_pair(cfg: GPTConfig):
             resid_pdrop=0.0,
             embd_pdrop=0.0,
             attn_pdrop=0.0,
+            bos_token_id=None,  # GPT-2's 50256 lies outside this small vocabulary
+            eos_token_id=None,
         )
     ).double().eval()
     with torch.no_grad():  # Hugging Face starts biases at 0 and LayerNorms at 1: perturb so the copy is tested
