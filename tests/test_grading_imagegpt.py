@@ -13,7 +13,7 @@ import torch
 import attnbook.imagegpt as ig
 from attnbook.grading import imagegpt as checks
 from attnbook.grading.errors import CheckFailed
-from attnbook.grading.imagegpt import _common, completion, mask, palette
+from attnbook.grading.imagegpt import _common, completion, mask, palette, probe
 
 _spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
 harness = importlib.util.module_from_spec(_spec)
@@ -21,7 +21,7 @@ _spec.loader.exec_module(harness)
 EXERCISE = harness.Exercise("05-imagegpt")
 CHAPTER = EXERCISE.answers
 PARTS = [checks.check_quantize_9bit, checks.check_palette, checks.check_raster_order, checks.check_bits_per_dim,
-         checks.check_complete, checks.check_pixelcnn_mask]
+         checks.check_complete, checks.check_pixelcnn_mask, checks.check_ridge_probe]
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +46,8 @@ def test_the_catalogue_covers_every_part_and_the_issues_mistakes():
                   "read column by column", "in nats", "a mean per image", "the kept rows changed",
                   "type A must hide the centre pixel",
                   "became NaN", "keep the leading axes", "a squeeze() drops", "non-contiguous",
-                  "write every sampled pixel into the sequence", "generators seeded alike", "1 x 1"):
+                  "write every sampled pixel into the sequence", "generators seeded alike", "1 x 1",
+                  "standardised with their own mean", "the accuracy on the training set", "bias column is missing"):
         assert any(named in p for p in phrases), named
 
 
@@ -87,6 +88,7 @@ def test_the_private_reference_agrees_with_the_package():
     (checks.check_bits_per_dim, (ig.bits_per_dim,)),
     (checks.check_complete, (ig.complete,)),
     (checks.check_pixelcnn_mask, (ig.pixelcnn_mask,)),
+    (checks.check_ridge_probe, (ig.ridge_probe,)),
 ])
 def test_the_reference_itself_is_trapped(check, args):
     with pytest.raises(CheckFailed, match="calls the reference implementation"):
@@ -126,6 +128,16 @@ def test_completion_statistics_accept_right_answers_and_reject_near_misses():
     sharper = torch.softmax(torch.log(p) / 0.7, -1)  # temperature 0.7 instead of 1
     assert not completion._follows(torch.multinomial(sharper, 1, generator=g)[:, 0], p)
     assert not completion._follows(p.argmax(-1), p)
+
+
+def test_every_probe_mistake_is_caught_by_some_case():
+    """Each named mistake moves the accuracy beyond the tolerance on at least one case (else it would pass)."""
+    caught = set()
+    for case in probe.VISIBLE + probe.HIDDEN:
+        args = case.make()
+        expected = probe.IG.ridge_probe(*args[:4], l2=args[4])
+        caught |= {m for m, v in probe._variants(*args) if abs(v - expected) > probe.TOLERANCE}
+    assert len(caught) == 5
 
 
 def test_mask_variants_are_all_different_from_the_answer():

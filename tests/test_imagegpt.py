@@ -35,6 +35,7 @@ from attnbook.imagegpt import (
     pixelcnn_mask,
     psnr,
     quantize_9bit,
+    ridge_probe,
     sample_images,
     sequence_cost,
     to_sequence,
@@ -458,6 +459,21 @@ def test_linear_probe_agrees_with_sklearn_on_digit_pixels():
     assert chance < 0.25
     with pytest.raises(ValueError, match="label"):
         linear_probe(x[:10], labels[:9], x[:5], labels[:5])
+
+
+def test_ridge_probe_matches_least_squares_without_penalty():
+    from sklearn.linear_model import LinearRegression
+    from sklearn.preprocessing import StandardScaler
+
+    g = _gen(5)
+    labels = torch.randint(0, 4, (300,), generator=g)
+    feats = torch.randn(4, 6, generator=g, dtype=torch.float64)[labels] + torch.randn(300, 6, generator=g, dtype=torch.float64)
+    ours = ridge_probe(feats[:200], labels[:200], feats[200:], labels[200:], l2=1e-10)
+    scaler = StandardScaler().fit(feats[:200].numpy())
+    reg = LinearRegression().fit(scaler.transform(feats[:200].numpy()), F.one_hot(labels[:200]).numpy())
+    pred = reg.predict(scaler.transform(feats[200:].numpy())).argmax(1)
+    assert ours == pytest.approx(float((pred == labels[200:].numpy()).mean()))
+    assert 0.5 < ours < 1.0  # overlapping classes: better than chance, not perfect
 
 
 @pytest.mark.gpu

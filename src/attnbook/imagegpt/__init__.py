@@ -30,7 +30,7 @@ from .palette import (
     quantize_9bit,
 )
 from .pixelcnn import MaskedConv2d, PixelCNN, pixelcnn_mask
-from .probe import layer_features, linear_probe
+from .probe import layer_features, linear_probe, ridge_probe
 from .sampling import complete, evaluate_bits_per_dim, next_pixel_loss, pixel_logits, sample_images
 from .sequence import from_sequence, sequence_cost, to_sequence
 
@@ -62,4 +62,5 @@ __all__ = [
     "PixelCNN",
     "layer_features",
     "linear_probe",
+    "ridge_probe",
 ]

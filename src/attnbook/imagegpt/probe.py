@@ -20,7 +20,7 @@ from attnbook._checks import positive_int, token_ids
 
 from .model import ImageGPT
 
-__all__ = ["layer_features", "linear_probe"]
+__all__ = ["layer_features", "linear_probe", "ridge_probe"]
 
 
 @torch.no_grad()
@@ -110,3 +110,47 @@ def linear_probe(
     with torch.no_grad():
         pred = (x_test @ W + b).argmax(dim=1)  # (N_test,)
     return float((pred == test_labels.cpu()).double().mean())
+
+
+def ridge_probe(
+    train_feats: torch.Tensor,
+    train_labels: torch.Tensor,
+    test_feats: torch.Tensor,
+    test_labels: torch.Tensor,
+    *,
+    l2: float = 1e-3,
+) -> float:
+    """Test accuracy of a least-squares linear probe: a closed form, no training loop.
+
+    Standardise the features with the *training* set's mean and standard
+    deviation (``std(dim=0)``, at least ``1e-8``), append a column of ones (the
+    bias), and solve ``(X^T X + l2 I) W = X^T Y`` for one-hot targets ``Y``
+    (``train_labels.max() + 1`` classes); a test row is assigned the class of
+    its largest score ``x W``. Computed in float64. :func:`linear_probe` fits a
+    logistic regression instead; both are linear classifiers on frozen features.
+
+    >>> labels = torch.arange(200) % 2
+    >>> feats = torch.randn(200, 5, generator=torch.Generator().manual_seed(0)) + 3.0 * labels[:, None]
+    >>> ridge_probe(feats[:100], labels[:100], feats[100:], labels[100:])
+    1.0
+    """
+    for name, x in (("train_feats", train_feats), ("test_feats", test_feats)):
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 2:
+            raise TypeError(f"{name} must be a floating-point tensor (N, D)")
+    token_ids("train_labels", train_labels, dim=1)
+    token_ids("test_labels", test_labels, dim=1)
+    if train_labels.shape[0] != train_feats.shape[0] or test_labels.shape[0] != test_feats.shape[0]:
+        raise ValueError("each feature row needs one label: feats (N, D) and labels (N,) must agree on N")
+    x = train_feats.double()
+    mean, std = x.mean(dim=0), x.std(dim=0).clamp(min=1e-8)  # (D,), (D,)
+
+    def design(feats: torch.Tensor) -> torch.Tensor:
+        z = (feats.double() - mean) / std  # (N, D), scaled by the training set's statistics
+        return torch.cat([z, torch.ones_like(z[:, :1])], dim=1)  # (N, D + 1): a bias column
+
+    X = design(x)
+    Y = F.one_hot(train_labels.long(), int(train_labels.max()) + 1).double()  # (N, K)
+    A = X.T @ X + l2 * torch.eye(X.shape[1], dtype=X.dtype)  # (D + 1, D + 1)
+    W = torch.linalg.solve(A, X.T @ Y)  # (D + 1, K)
+    pred = (design(test_feats) @ W).argmax(dim=1)  # (N_test,)
+    return float((pred == test_labels.long()).double().mean())

@@ -1,4 +1,4 @@
-"""Checks for chapter 5's exercises (``solutions/05-imagegpt``): palettes, raster order, bits/dim, completion.
+"""Checks for chapter 5's exercises (``solutions/05-imagegpt``): palettes, raster order, bits/dim, completion, probes.
 
 One module per graded part, in the notebook's order: the 9-bit palette
 (:mod:`.quantize`, ``check_quantize_9bit``), nearest colours and a k-means
@@ -6,7 +6,8 @@ step (:mod:`.palette`, ``check_palette``), raster order (:mod:`.sequence`,
 ``check_raster_order``), bits per dimension (:mod:`.bpd`,
 ``check_bits_per_dim``), image completion by sampling (:mod:`.completion`,
 ``check_complete``) and PixelCNN's kernel mask (:mod:`.mask`,
-``check_pixelcnn_mask``). Each compares the student's function with a private
+``check_pixelcnn_mask``) and a linear probe in closed form (:mod:`.probe`,
+``check_ridge_probe``). Each compares the student's function with a private
 copy of :mod:`attnbook.imagegpt` and names the mistakes students make most
 (channels packed in the wrong order, rounding instead of flooring,
 column-major order, nats instead of bits, a mean per image, completions that
@@ -26,6 +27,7 @@ from .bpd import check_bits_per_dim
 from .completion import check_complete, completion_test_model
 from .mask import check_pixelcnn_mask
 from .palette import check_palette
+from .probe import check_ridge_probe
 from .quantize import check_quantize_9bit
 from .sequence import check_raster_order
 
@@ -36,5 +38,6 @@ __all__ = [
     "check_bits_per_dim",
     "check_complete",
     "check_pixelcnn_mask",
+    "check_ridge_probe",
     "completion_test_model",
 ]

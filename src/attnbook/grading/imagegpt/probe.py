@@ -1,0 +1,133 @@
+"""Part 7: a linear probe in closed form, ``ridge_probe(train_feats, train_labels, test_feats, test_labels, l2)``.
+
+The student standardises with the training set's statistics, appends a bias
+column, solves ``(X^T X + l2 I) W = X^T Y`` for one-hot targets and returns
+the test accuracy. A right answer may solve the system any stable way and in
+any float precision, so an accuracy within ``TOLERANCE`` (two test rows of
+200) of the reference passes. The named mistakes: the test set standardised
+with its own statistics, the training accuracy returned, no bias column, no
+standardisation, the penalty ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..steps import require_unchanged, snapshot
+from ._common import IG
+
+__all__ = ["check_ridge_probe"]
+
+TOLERANCE = 0.011  # two rows of 200 may fall the other way under another solver
+
+
+def _case(seed: int, n_train: int, D: int, K: int, l2: float, *, shift: float = 0.0, scale: float = 1.0,
+          offset: float = 0.0, prior: tuple[float, ...] | None = None, dtype: torch.dtype = torch.float32,
+          strided: bool = False):
+    """Features of K Gaussian classes (N, D); ``shift`` moves the test set, ``scale`` stretches some features,
+    ``prior`` gives the classes unequal shares."""
+
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        centres = 0.5 * torch.randn(K, D, generator=g, dtype=torch.float64)  # overlapping classes
+
+        def draw(n):
+            p = torch.full((K,), 1.0 / K) if prior is None else torch.tensor(prior)
+            labels = torch.multinomial(p, n, replacement=True, generator=g)
+            return centres[labels] + torch.randn(n, D, generator=g, dtype=torch.float64), labels
+
+        x_train, y_train = draw(n_train)
+        x_test, y_test = draw(200)
+        x_test = x_test + shift
+        stretch = torch.ones(D, dtype=torch.float64)
+        stretch[: D // 2] = scale  # some features on a much larger scale
+        x_train, x_test = x_train * stretch + offset, x_test * stretch + offset
+        if strided:
+            x_train = x_train.t().contiguous().t()
+        return x_train.to(dtype), y_train, x_test.to(dtype), y_test, l2
+
+    return make
+
+
+VISIBLE = (Case("three classes", _case(0, 300, 6, 3, 1e-3)),)
+HIDDEN = (
+    Case("a test set that has drifted", _case(1, 300, 6, 3, 1e-3, shift=2.5), weight=2.0),
+    Case("classes of unequal size", _case(7, 300, 4, 3, 1e-3, prior=(0.8, 0.15, 0.05)), weight=2.0),
+    Case("a penalty that matters", _case(8, 40, 30, 3, 30.0), weight=2.0),
+    Case("a training set barely larger than the features", _case(2, 40, 30, 4, 1e-3), weight=2.0),
+    Case("features far from zero", _case(3, 300, 5, 3, 1e-3, offset=50.0)),
+    Case("features on very different scales, a strong penalty", _case(4, 200, 8, 3, 300.0, scale=100.0),
+         weight=2.0),
+    Case("ten classes", _case(5, 500, 12, 10, 1e-2)),
+    Case("float64, non-contiguous features", _case(6, 250, 7, 5, 1e-3, dtype=torch.float64, strided=True)),
+)
+
+
+def _variants(x_train, y_train, x_test, y_test, l2):
+    """(message, accuracy) of the mistakes, computed by the reference's recipe with one step changed."""
+
+    def probe(*, test_stats=False, train_acc=False, bias=True, scaled=True, penalty=l2):
+        x = x_train.double()
+        mean, std = x.mean(0), x.std(0).clamp(min=1e-8)
+
+        def design(f, own=False):
+            f = f.double()
+            m, s = (f.mean(0), f.std(0).clamp(min=1e-8)) if own else (mean, std)
+            z = (f - m) / s if scaled else f
+            return torch.cat([z, torch.ones_like(z[:, :1])], 1) if bias else z
+
+        X = design(x)
+        Y = F.one_hot(y_train, int(y_train.max()) + 1).double()
+        W = torch.linalg.solve(X.T @ X + penalty * torch.eye(X.shape[1], dtype=X.dtype), X.T @ Y)
+        feats, labels = (x_train, y_train) if train_acc else (x_test, y_test)
+        return float(((design(feats, own=test_stats) @ W).argmax(1) == labels).double().mean())
+
+    return [
+        ("the test features were standardised with their own mean and standard deviation: use the training "
+         "set's, as if the test set arrived one image at a time", probe(test_stats=True)),
+        ("this is the accuracy on the training set: a probe is judged on held-out (test) features",
+         probe(train_acc=True)),
+        ("the bias column is missing: append a column of ones to the standardised features",
+         probe(bias=False)),
+        ("the features were not standardised: subtract the training mean and divide by the training standard "
+         "deviation first", probe(scaled=False)),
+        ("the penalty l2 is ignored: solve (X^T X + l2 I) W = X^T Y", probe(penalty=0.0)),
+    ]
+
+
+def _check(fn: Callable) -> Callable:
+    def check(x_train, y_train, x_test, y_test, l2):
+        before = snapshot(x_train, y_train, x_test, y_test)
+        result = run_student(fn, x_train, y_train, x_test, y_test, l2, what="ridge_probe")
+        require_unchanged(before, x_train, y_train, x_test, y_test,
+                          message="ridge_probe changed its inputs in place; compute on new tensors")
+        if isinstance(result, torch.Tensor) and result.numel() == 1:
+            result = result.item()
+        if isinstance(result, bool) or not isinstance(result, (int, float)):
+            raise CheckFailed(f"ridge_probe should return the accuracy as a number, got {type(result).__name__}")
+        value = float(result)
+        if 1.0 < value <= 100.0:
+            raise CheckFailed("return the accuracy as a fraction in [0, 1], not a percentage")
+        expected = IG.ridge_probe(x_train, y_train, x_test, y_test, l2=l2)
+        if math.isfinite(value) and abs(value - expected) <= TOLERANCE:
+            return
+        for message, variant in _variants(x_train, y_train, x_test, y_test, l2):
+            if abs(value - variant) <= TOLERANCE < abs(variant - expected):
+                raise CheckFailed(message)
+        raise CheckFailed("the accuracy differs from that of the least-squares probe on standardised features "
+                          "with a bias column")
+
+    return check
+
+
+FORBIDDEN = ("attnbook.imagegpt.probe.ridge_probe", "attnbook.imagegpt.probe.linear_probe")
+
+check_ridge_probe = Part(name="check_ridge_probe", visible=VISIBLE, hidden=HIDDEN, check=_check,
+                         forbidden=FORBIDDEN)
