@@ -24,7 +24,11 @@ Measured on the course machine (2 cores, x86_64, one thread, ``nice -n 10``,
 while other jobs kept the load near 8): test 1.400 bits/dim within 300 steps
 and 1.340 within 600 (the same numbers as the page: the run is seeded), against
 1.740 for the histogram; 6.7 k tokens/s, 9.3 GFLOP/s, 33 % of the 27.9 GFLOP/s
-fp32 matmul peak measured in the same (busy) run. The default run writes
+fp32 matmul peak measured in the same (busy) run. With ``--steps 1500`` the
+validation score was still improving at step 1500 (test 1.282): this recipe
+does not overfit within that budget. On a busy machine the peak (best of two
+measurements, before and after training) is itself unreliable; one such run
+reported an MFU of 99 %, so compare MFU only on a quiet machine. The default run writes
 ``benchmarks/results/imagegpt_digits.csv`` (not in git); its first line records
 the command, the machine and these figures.
 
@@ -102,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     T = model.config.n_positions
     flops_per_token = model.gpt.estimate_flops_per_token(T)
-    peak, peak_what = matmul_peak(device)
+    peak, peak_what = matmul_peak(device)  # measured again after training; the higher one counts
     histogram = histogram_bits(tokens[train_idx], test, model.config.vocab_size)
     print(f"device {device} ({platform.processor() or platform.machine()}), torch {torch.__version__}, "
           f"threads {torch.get_num_threads()}, os.cpu_count {os.cpu_count()}")
@@ -136,6 +140,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             print(f"  step {step:5d}  {train_seconds:6.1f} s  train {loss.item() / math.log(2):.3f}  "
                   f"val {record['val_bpd']:.3f}  test {record['test_bpd']:.3f} bits/dim", flush=True)
 
+    peak = max(peak, matmul_peak(device)[0])  # on a busy machine one measurement can be low
     tok_per_s = args.steps * args.batch_size * T / train_seconds
     achieved = flops_per_token * tok_per_s
     kind = "bf16" if device.type == "cuda" else "fp32"
