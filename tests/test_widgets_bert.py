@@ -70,3 +70,14 @@ def test_explorer_rejects_what_is_not_a_tokenizer(vocab):
         masking_explorer(object(), TEXT)
     with pytest.raises(TypeError, match="text"):
         masking_explorer(vocab, 3)
+
+
+def test_explorer_works_with_wordpiece():
+    from attnbook.tokenizers import WordPieceTokenizer
+
+    tok = WordPieceTokenizer().train([TEXT] * 3, vocab_size=60)
+    box = masking_explorer(tok, "a joyful triumph", special_ids=tok.special_ids, cls_id=tok.cls_id,
+                           sep_id=tok.sep_id, mask_id=tok.mask_id, mlm_probability=0.5)
+    n_pieces = len(tok.encode("a joyful triumph"))
+    assert f"of {n_pieces} tokens chosen" in box.status.value
+    assert bytes(box.image.value).startswith(PNG)
