@@ -12,7 +12,8 @@ Where things live:
 * one subpackage per chapter, one module per graded part, named after the
   package module it grades: :mod:`.rnn` (chapter 1), :mod:`.transformer`
   (chapter 2; its checks are also importable from here, as its notebook
-  does), :mod:`.gpt` (chapter 4);
+  does), :mod:`.bert` (chapter 3), :mod:`.gpt` (chapter 4), :mod:`.imagegpt`
+  (chapter 5), :mod:`.vit` (chapter 6);
 * :mod:`.fixtures`: the random models and losses handed to student code;
 * :mod:`.judge`, :mod:`._remote`, :mod:`._worker`, :mod:`._wire`,
   :mod:`.sandbox`: grading a submission with the student's code in a
