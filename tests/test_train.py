@@ -39,15 +39,12 @@ def _quiet(**kwargs):
 # ----------------------------------------------------------------------------- learning
 
 
-def test_fit_learns_a_small_classification_problem_quickly():
+def test_fit_learns_a_small_classification_problem_in_60_steps():
     seed_everything(0)
     x, y = _blobs()
     model = _mlp()
-    torch.optim.AdamW(model.parameters())  # the first optimizer imports torch._dynamo (~2 s, once)
-    start = time.perf_counter()
     h = fit(model, _ce, [(x[:64], y[:64]), (x[64:], y[64:])], steps=60, lr=0.02,
             eval_fn=lambda m: {"acc": accuracy(m(x), y)}, **_quiet())
-    assert time.perf_counter() - start < 3
     assert h.train_loss[-1] < 0.5 * h.train_loss[0]
     assert h.last["acc"] > 0.95
     assert h.stopped_by == "steps"
