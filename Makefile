@@ -1,5 +1,5 @@
 # Two commands set up a fresh machine and do everything (see README.md):
-#   make book   install, fetch data, build the HTML book (warnings are errors)
+#   make book   install, fetch data, build the HTML book (warnings are errors), check every page
 #   make test   install, run every test
 # Instructors: make release, make grade [SUBMISSIONS=folder], make report [STATE=folder], make grader-check.
 # Cleanup: make clean.
@@ -31,6 +31,7 @@ ifeq ($(CI),true)
 	rm -rf _build/.jupyter_cache   # CI always executes every notebook
 endif
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+	$(PY) tools/lint_pages.py _build/html   # alt text, no CDN scripts, clean outputs, nothing too wide
 	@echo "Open the book: _build/html/index.html"
 
 # The instructor edition: the book plus every chapter's solution notebook, executed (never published).
