@@ -35,6 +35,8 @@ def test_each_problem_is_found():
         '<div class="cell_output"><pre>UserWarning: x is deprecated</pre></div>': "warning",
         '<div class="cell_output"><pre>Traceback (most recent call last):</pre></div>': "warning",
         f'<div class="cell_output"><pre>{"x" * 81}</pre></div>': "printed line of 81",
+        '<div class="cell_output"><pre>&lt;matplotlib.legend.Legend at 0x7f&gt;</pre></div>': "stray value",
+        "<div class=\"cell_output\"><pre>(Text(0.5, 0.01, 'x'), Text(0.02, 0.5, 'y'))</pre></div>": "stray value",
         '<div class="math">\\[' + " + ".join(f"a_{i}" for i in range(30)) + "\\]</div>": "display equation",
     }
     for body, phrase in cases.items():

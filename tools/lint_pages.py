@@ -6,7 +6,8 @@ A page fails when it has
 
 * an ``<img>`` without alt text that says what it shows (missing, a few characters, or a file name);
 * a script loaded from outside the book (the HTML book must work offline);
-* an executed output with a traceback, a warning or anything on stderr;
+* an executed output with a traceback, a warning or anything on stderr, or the stray
+  repr of a matplotlib object that a cell's last line returned;
 * a printed output line wider than 80 characters (it would scroll);
 * a display equation too wide for the column (estimated from its TeX: about
   :data:`MAX_EQUATION_GLYPHS` rendered symbols on one line).
@@ -27,6 +28,7 @@ MAX_OUTPUT_COLUMNS = 80
 MAX_EQUATION_GLYPHS = 68
 _FILE_NAME = re.compile(r"^[\w./-]+\.(png|jpe?g|svg|gif)$", re.I)
 _WARNING = re.compile(r"Traceback \(most recent call last\)|\b\w*Warning: ")
+_STRAY = re.compile(r"^\(?(Text|Line2D)\(|^\[?<matplotlib\.", re.M)  # the repr of a cell's last value
 
 
 def equation_glyphs(tex: str) -> int:
@@ -70,6 +72,8 @@ def lint_page(html: str) -> list[str]:
             text = pre.get_text()
             if _WARNING.search(text):
                 problems.append("an executed output has a warning: " + _WARNING.search(text).group(0))
+            if _STRAY.search(text):
+                problems.append("an output shows a stray value: " + _STRAY.search(text).group(0))
             wide = [line for line in text.splitlines() if len(line) > MAX_OUTPUT_COLUMNS]
             if wide:
                 problems.append(f"printed line of {len(wide[0])} characters: {wide[0][:50]}…")
