@@ -46,3 +46,18 @@ def require_shape(x: torch.Tensor, shape: tuple[int, ...], message: str) -> None
         message += ("; its size-1 axes are missing: a squeeze() drops every axis of size 1 (a batch of one, "
                     "a single position), so squeeze only the axis you mean, e.g. squeeze(-1), or none")
     raise CheckFailed(message)
+
+
+def require_int_list(result: object, what: str) -> list[int]:
+    """``result`` (a list, tuple or 1-D tensor of ints) as a list of Python ints, or a clear failure.
+
+    >>> require_int_list(torch.tensor([2, 5, 3]), "ids")
+    [2, 5, 3]
+    """
+    if isinstance(result, torch.Tensor):
+        result = result.tolist()
+    if not isinstance(result, (list, tuple)) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in result
+    ):
+        raise CheckFailed(f"{what} should be a list of ints, got {type(result).__name__}")
+    return list(result)

@@ -18,8 +18,8 @@ from .._compare import close, require_tensor
 from .._core import build_module, load_reference_parameters, run_method, run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
-from ..steps import require_shape
-from ._common import BERT, as_id_list, small_config
+from ..steps import require_int_list, require_shape
+from ._common import BERT, small_config
 
 
 def _input(a: list[int], b: list[int] | None, cls_id: int = 2, sep_id: int = 3):
@@ -53,7 +53,7 @@ def _reference(sizes: tuple, seed: int, dtype: torch.dtype):
 
 
 def _check_input(fn: Callable, a, b, cls_id, sep_id) -> None:
-    ids, segments = (as_id_list(x, what) for x, what in zip(
+    ids, segments = (require_int_list(x, what) for x, what in zip(
         require_pair_lists(run_student(fn, list(a), None if b is None else list(b), cls_id, sep_id,
                                        what="bert_input")), ("the ids", "the segment ids")))
     want = [cls_id, *a, sep_id] + ([] if b is None else [*b, sep_id])

@@ -5,8 +5,6 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Sequence
 
-import torch
-
 from .._core import private_modules
 from ..errors import CheckFailed
 
@@ -41,17 +39,6 @@ def first_message(fn: Callable, *args, **kwargs):
         return fn(*args, **kwargs), None
     except CheckFailed as err:
         return None, str(err)
-
-
-def as_int_list(result: object, what: str) -> list[int]:
-    """``result`` as a list of Python ints, or a clear failure."""
-    if isinstance(result, torch.Tensor):
-        result = result.tolist()
-    if not isinstance(result, (list, tuple)) or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in result
-    ):
-        raise CheckFailed(f"{what} should be a list of ints, got {type(result).__name__}")
-    return list(result)
 
 
 def require_pair_dict(result: object, what: str, values: str) -> dict:

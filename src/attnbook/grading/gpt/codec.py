@@ -7,8 +7,8 @@ from collections.abc import Callable
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
-from ..steps import require_unchanged, snapshot
-from ._common import LIBRARIES, N_BYTES, TOK, Pair, as_int_list, text_merge
+from ..steps import require_int_list, require_unchanged, snapshot
+from ._common import LIBRARIES, N_BYTES, TOK, Pair, text_merge
 from .training import CORPUS, UNICODE
 
 __all__ = ["check_encode_decode"]
@@ -148,7 +148,7 @@ def _diagnose_decode(got: str, ids, merges) -> str:
 
 def _check_encode(encode: Callable, text: str, merges: dict) -> None:
     saved = list(merges.items())
-    got = as_int_list(run_student(encode, text, merges, what="encode"), "encode's result")
+    got = require_int_list(run_student(encode, text, merges, what="encode"), "encode's result")
     if list(merges.items()) != saved:
         raise CheckFailed("encode changed the merges dictionary; leave it as it is")
     if got == TOK.bpe.encode_chunk(list(text.encode("utf-8")), merges):

@@ -20,8 +20,8 @@ import torch
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
-from ..steps import require_unchanged, snapshot
-from ._common import TOK, Pair, as_int_list, require_pair_dict, text_merge
+from ..steps import require_int_list, require_unchanged, snapshot
+from ._common import TOK, Pair, require_pair_dict, text_merge
 
 __all__ = ["check_pairs"]
 
@@ -178,7 +178,7 @@ def _check(get_stats: Callable, merge: Callable) -> Callable:
         before = snapshot(ids)
         result = run_student(merge, ids, pair, idx, what="merge")
         require_unchanged(before, ids, message="merge changed ids in place; build and return a new list")
-        got = as_int_list(result, "merge's result")
+        got = require_int_list(result, "merge's result")
         if got == TOK.pairs.merge(ids, pair, idx):
             return
         for message, variant in _merge_variants(ids, pair, idx):
