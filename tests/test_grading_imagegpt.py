@@ -21,7 +21,7 @@ _spec.loader.exec_module(harness)
 EXERCISE = harness.Exercise("05-imagegpt")
 CHAPTER = EXERCISE.answers
 PARTS = [checks.check_quantize_9bit, checks.check_palette, checks.check_raster_order, checks.check_bits_per_dim,
-         checks.check_complete, checks.check_pixelcnn_mask, checks.check_ridge_probe]
+         checks.check_complete, checks.check_pixelcnn_mask, checks.check_ridge_probe, checks.check_sequence_cost]
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,9 @@ step (:mod:`.palette`, ``check_palette``), raster order (:mod:`.sequence`,
 ``check_raster_order``), bits per dimension (:mod:`.bpd`,
 ``check_bits_per_dim``), image completion by sampling (:mod:`.completion`,
 ``check_complete``) and PixelCNN's kernel mask (:mod:`.mask`,
-``check_pixelcnn_mask``) and a linear probe in closed form (:mod:`.probe`,
-``check_ridge_probe``). Each compares the student's function with a private
+``check_pixelcnn_mask``), a linear probe in closed form (:mod:`.probe`,
+``check_ridge_probe``) and what a sequence of pixels costs attention
+(:mod:`.cost`, ``check_sequence_cost``). Each compares the student's function with a private
 copy of :mod:`attnbook.imagegpt` and names the mistakes students make most
 (channels packed in the wrong order, rounding instead of flooring,
 column-major order, nats instead of bits, a mean per image, completions that
@@ -24,6 +25,7 @@ attnbook.grading.errors.CheckFailed: the pixels are read column by column: raste
 """
 
 from .bpd import check_bits_per_dim
+from .cost import check_sequence_cost
 from .completion import check_complete, completion_test_model
 from .mask import check_pixelcnn_mask
 from .palette import check_palette
@@ -39,5 +41,6 @@ __all__ = [
     "check_complete",
     "check_pixelcnn_mask",
     "check_ridge_probe",
+    "check_sequence_cost",
     "completion_test_model",
 ]

@@ -1,0 +1,77 @@
+"""Part 8: ``sequence_cost(side, n_head=1, bytes_per_value=4) -> dict`` — what one image costs attention.
+
+An image of ``side`` x ``side`` tokens is a sequence of ``side**2`` tokens; one
+head's attention matrix has ``tokens**2`` entries; ``n_head`` of them, at
+``bytes_per_value`` bytes each, take ``attention_mib`` MiB (2**20 bytes). The
+named mistakes: tokens = side (the side, not the area), entries growing like
+the tokens instead of their square, megabytes of 10**6 bytes, the heads or the
+bytes per value ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ._common import IG
+
+__all__ = ["check_sequence_cost"]
+
+_KEYS = ("tokens", "attention_entries", "attention_mib")
+
+
+def _case(side: int, **kwargs: int):
+    return lambda: (side, kwargs)
+
+
+VISIBLE = (Case("a 32 x 32 image", _case(32)),)
+HIDDEN = (
+    Case("iGPT's largest input, 64 x 64", _case(64), weight=2.0),
+    Case("256 x 256 pixels", _case(256)),
+    Case("one pixel", _case(1)),
+    Case("several heads", _case(48, n_head=8), weight=2.0),
+    Case("2-byte values (bf16)", _case(16, bytes_per_value=2), weight=2.0),
+    Case("heads and bytes together", _case(8, n_head=3, bytes_per_value=8)),
+)
+
+
+def _check(sequence_cost: Callable) -> Callable:
+    def check(side: int, kwargs: dict):
+        got = run_student(sequence_cost, side, **kwargs, what="sequence_cost")
+        if not isinstance(got, dict) or set(_KEYS) - set(got):
+            raise CheckFailed(f"sequence_cost should return a dict with the keys {', '.join(_KEYS)}")
+        want = IG.sequence_cost(side, **kwargs)
+        for key in _KEYS:
+            value = got[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise CheckFailed(f"{key} should be a number, got {type(value).__name__}")
+        if got["tokens"] != want["tokens"]:
+            if side > 1 and got["tokens"] == side:
+                raise CheckFailed("tokens is the side of the image: a side x side image is side**2 tokens")
+            raise CheckFailed("tokens is not the number of pixels in the image")
+        if got["attention_entries"] != want["attention_entries"]:
+            if side > 1 and got["attention_entries"] == want["tokens"]:
+                raise CheckFailed("attention_entries grows like the tokens: every token attends to every token, "
+                                  "so one head's matrix has tokens**2 entries")
+            raise CheckFailed("attention_entries is not the size of one head's tokens x tokens matrix")
+        if not math.isclose(got["attention_mib"], want["attention_mib"], rel_tol=1e-9):
+            n_head, nbytes = kwargs.get("n_head", 1), kwargs.get("bytes_per_value", 4)
+            entries = want["attention_entries"]
+            if math.isclose(got["attention_mib"], entries * n_head * nbytes / 1e6, rel_tol=1e-9):
+                raise CheckFailed("attention_mib divides by 10**6: a MiB is 2**20 bytes")
+            if n_head > 1 and math.isclose(got["attention_mib"], entries * nbytes / 2**20, rel_tol=1e-9):
+                raise CheckFailed("attention_mib ignores n_head: every head has its own attention matrix")
+            if nbytes != 4 and math.isclose(got["attention_mib"], entries * n_head * 4 / 2**20, rel_tol=1e-9):
+                raise CheckFailed("attention_mib ignores bytes_per_value (it assumes 4-byte floats)")
+            raise CheckFailed("attention_mib is not entries x heads x bytes per value, in MiB (2**20 bytes)")
+
+    return check
+
+
+FORBIDDEN = ("attnbook.imagegpt.sequence.sequence_cost",)
+
+check_sequence_cost = Part(name="check_sequence_cost", visible=VISIBLE, hidden=HIDDEN, check=_check,
+                           forbidden=FORBIDDEN)
