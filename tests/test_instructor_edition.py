@@ -23,11 +23,17 @@ def test_every_solution_follows_its_exercises():
                        if f"chapters/{p.parent.name}/exercises" in files)
     assert solutions, "no chapter with exercises in the table of contents"
     for name in solutions:
-        assert files[files.index(f"chapters/{name}/exercises") + 1] == f"solutions/{name}/exercises"
+        assert files[files.index(f"chapters/{name}/exercises") + 1] == f"chapters/{name}/solutions"
 
 
 def test_the_student_book_is_left_as_it_is():
     config = edition.instructor_config(yaml.safe_load((ROOT / "_config.yml").read_text()))
     student = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert "solutions" in student["exclude_patterns"] and "solutions" not in config["exclude_patterns"]
+    assert student["execute"]["exclude_patterns"] == ["*exercises.ipynb"]
     assert config["execute"]["exclude_patterns"] == ["*chapters/*/exercises.ipynb"]
+    assert student["only_build_toc_files"]  # the copied solutions stay out of the student book
+
+
+def test_the_copies_are_ignored_by_git():
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert "chapters/*/solutions.ipynb" in ignored

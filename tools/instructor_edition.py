@@ -3,13 +3,16 @@
     python tools/instructor_edition.py OUT      # writes OUT/_toc.yml and OUT/_config.yml
 
 The instructor edition is the student book plus, after each chapter's exercises, its solution notebook
-(``solutions/<chapter>/exercises.ipynb``) executed with its outputs: the answers, the visible checks and
-the hidden ones passing. ``make book-instructor`` builds it into ``_build/instructor``; it is for
-instructors and self-learners and is never published with the book.
+executed with its outputs: the answers, the visible checks and the hidden ones passing. The solution
+``solutions/<chapter>/exercises.ipynb`` is copied to ``chapters/<chapter>/solutions.ipynb`` (ignored by
+git, left out of the student book), so that its links to the chapter's pages resolve. ``make
+book-instructor`` builds it into ``_build/instructor``; it is for instructors and self-learners and is
+never published with the book.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -19,12 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def instructor_toc(toc: dict) -> dict:
-    """``toc`` with ``solutions/<chapter>/exercises`` after every ``chapters/<chapter>/exercises``.
+    """``toc`` with ``chapters/<chapter>/solutions`` after every ``chapters/<chapter>/exercises``.
 
     >>> toc = {"parts": [{"chapters": [{"file": "chapters/04-gpt-bpe/index",
     ...        "sections": [{"file": "chapters/04-gpt-bpe/exercises"}]}]}]}
     >>> instructor_toc(toc)["parts"][0]["chapters"][0]["sections"][-1]
-    {'file': 'solutions/04-gpt-bpe/exercises', 'title': 'Solutions'}
+    {'file': 'chapters/04-gpt-bpe/solutions', 'title': 'Solutions'}
     """
     for part in toc["parts"]:
         for chapter in part["chapters"]:
@@ -32,17 +35,27 @@ def instructor_toc(toc: dict) -> dict:
             for i, section in enumerate(list(sections)):
                 name = section["file"]
                 if name.startswith("chapters/") and name.endswith("/exercises"):
-                    solution = "solutions/" + name.removeprefix("chapters/")
-                    if (ROOT / f"{solution}.ipynb").exists():
-                        sections.insert(i + 1, {"file": solution, "title": "Solutions"})
+                    if (ROOT / "solutions" / name.split("/")[1] / "exercises.ipynb").exists():
+                        sections.insert(i + 1, {"file": name.removesuffix("exercises") + "solutions",
+                                                "title": "Solutions"})
     return toc
+
+
+def copy_solutions() -> list[Path]:
+    """Each ``solutions/<chapter>/exercises.ipynb`` beside its chapter, as ``chapters/<chapter>/solutions.ipynb``."""
+    copies = []
+    for source in sorted((ROOT / "solutions").glob("*/exercises.ipynb")):
+        target = ROOT / "chapters" / source.parent.name / "solutions.ipynb"
+        if target.parent.is_dir():
+            shutil.copyfile(source, target)
+            copies.append(target)
+    return copies
 
 
 def instructor_config(config: dict) -> dict:
     """``config`` with the solutions included and executed (the student exercises still are not)."""
     config["title"] = f"{config['title']} (instructor edition)"
-    config["exclude_patterns"] = [p for p in config["exclude_patterns"] if p != "solutions"]
-    config["execute"]["exclude_patterns"] = ["*chapters/*/exercises.ipynb"]
+    config["execute"]["exclude_patterns"] = ["*chapters/*/exercises.ipynb"]  # solutions.ipynb runs
     config["execute"]["cache"] = str(ROOT / "_build" / ".jupyter_cache")  # the student book's executions
     return config
 
@@ -54,7 +67,8 @@ def main(argv: list[str]) -> int:
     config = instructor_config(yaml.safe_load((ROOT / "_config.yml").read_text()))
     (out / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     (out / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    print(f"wrote {out / '_toc.yml'} and {out / '_config.yml'}")
+    copies = copy_solutions()
+    print(f"wrote {out / '_toc.yml'}, {out / '_config.yml'} and {len(copies)} chapters/*/solutions.ipynb")
     return 0
 
 
