@@ -177,8 +177,11 @@ def _read_submission(path: Path):
 
 def _grade_one(job: tuple[str, str, str]) -> dict:
     """Grade one submission (in a judge process forked from the parent); returns its results."""
+    import torch
+
     from attnbook.grading import judge
 
+    torch.set_num_threads(1)  # the checks' tensors are small: parallel judges, not threads, use the cores
     student, assignment, state = job
     state = Path(state)
     cells = {gid: float(c.metadata["nbgrader"]["points"]) for gid, c in _test_cells(_source(assignment)).items()}
