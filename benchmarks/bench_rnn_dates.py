@@ -46,11 +46,10 @@ import time
 import torch
 
 from attnbook.data import CharVocab, make_date_pairs, make_number_pairs
-from attnbook.rnn import (
+from attnbook.rnn import Seq2Seq, Seq2SeqConfig
+from attnbook.seq2seq import (
     LengthBuckets,
     accuracy_by_length,
-    Seq2Seq,
-    Seq2SeqConfig,
     encode_pairs,
     exact_match,
     seq2seq_loss,
@@ -105,7 +104,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def by_length(hits: torch.Tensor, lengths: torch.Tensor, edges: list[int]) -> dict[str, tuple[float, int]]:
-    """'lo-hi' (inclusive) -> (accuracy, pairs) for the non-empty buckets of :func:`attnbook.rnn.accuracy_by_length`."""
+    """'lo-hi' (inclusive) -> (accuracy, pairs) for the non-empty buckets of :func:`attnbook.seq2seq.accuracy_by_length`."""
     return {f"{b.lo}-{b.hi - 1}" if b.hi < 999 else f"{b.lo}+": (b.accuracy, b.count)
             for b in accuracy_by_length(hits, lengths, edges) if b.count}
 

@@ -46,8 +46,8 @@ import torch
 import torch.nn.functional as F
 
 from attnbook.data import CharVocab, make_date_pairs
-from attnbook.rnn import LengthBuckets, encode_pairs
 from attnbook.runtime import autocast, count_parameters, get_device, seed_everything
+from attnbook.seq2seq import LengthBuckets, encode_pairs
 from attnbook.train import lr_factor
 from attnbook.transformer import Transformer, TransformerConfig, greedy_decode
 

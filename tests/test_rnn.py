@@ -16,16 +16,12 @@ from attnbook.rnn import (
     SEQ2SEQ_PRESETS,
     AttentionDecoder,
     Encoder,
-    LengthBuckets,
     PlainDecoder,
     Seq2Seq,
     Seq2SeqConfig,
-    encode_pairs,
-    exact_match,
     greedy_decode,
-    seq2seq_loss,
-    translate,
 )
+from attnbook.seq2seq import seq2seq_loss
 
 PAD, BOS, EOS = 0, 1, 2
 ATTENTIONS = ["additive", "general", "dot", None]
@@ -439,70 +435,3 @@ def test_seq2seq_rejects_bad_inputs_and_configs() -> None:
         cfg = Seq2SeqConfig.preset(name, src_vocab_size=11, tgt_vocab_size=9)
         assert Seq2Seq(cfg)(ids([[4]]), ids([[BOS]])).shape == (1, 1, 9)
     assert Seq2SeqConfig(11, 9, hidden_size=7, bidirectional=False).replace(attention="dot").hidden_size == 7
-
-
-@pytest.mark.parametrize("attention", ["additive", None])
-def test_seq2seq_overfits_a_tiny_batch(attention) -> None:
-    from attnbook.data import CharVocab
-
-    pairs = [("3 mar 1999", "1999-03-03"), ("17/11/2024", "2024-11-17"), ("Jan 5, 1961", "1961-01-05"),
-             ("28 août 2040", "2040-08-28"), ("9.2.1975", "1975-02-09"), ("1 dic 2001", "2001-12-01")]
-    vocab = CharVocab.from_texts([s for p in pairs for s in p])
-    src, tgt = encode_pairs(pairs, vocab, vocab)
-    torch.manual_seed(0)
-    cfg = Seq2SeqConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), attention=attention)
-    m = Seq2Seq(cfg)
-    opt = torch.optim.Adam(m.parameters(), lr=2e-2)
-    for _ in range(80):  # the loss drops below 0.05 after about 30 steps
-        loss = seq2seq_loss(m, (src, tgt))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    assert loss.item() < 0.05
-    assert exact_match(m, src, tgt) == 1.0
-    assert translate(m, [s for s, _ in pairs], vocab, vocab, max_len=12) == [t for _, t in pairs]
-
-
-# ----------------------------------------------------------------------------- data helpers
-
-
-def test_length_buckets_cover_every_example_once_per_epoch() -> None:
-    torch.manual_seed(0)
-    lengths = torch.randint(1, 9, (50,))
-    src = torch.where(torch.arange(8)[None] < lengths[:, None], 5, PAD)  # (50, 8), right-padded
-    src[:, 0] = torch.arange(50) + 10  # the example's index, to recover it from a batch
-    tgt = ids([[BOS, 4, EOS]] * 50)
-    buckets = LengthBuckets(src, tgt, batch_size=8, seed=0, pool=2)
-    assert len(buckets) == 7
-    epochs = []
-    for _ in range(2):
-        seen = []
-        for s, t in buckets:
-            assert s.shape[0] <= 8 and s.shape[1] == int((s != PAD).sum(1).max())  # trimmed
-            assert t.shape == (s.shape[0], 3)
-            seen += (s[:, 0] - 10).tolist()
-        assert sorted(seen) == list(range(50))
-        epochs.append(seen)
-    assert epochs[0] != epochs[1]  # reshuffled
-    assert len(list(LengthBuckets(src, tgt, batch_size=8, drop_last=True))) == 6 == len(
-        LengthBuckets(src, tgt, batch_size=8, drop_last=True)
-    )
-    with pytest.raises(ValueError, match="same number"):
-        LengthBuckets(src, tgt[:3], batch_size=8)
-    with pytest.raises(ValueError, match="batch_size"):
-        LengthBuckets(src, tgt, batch_size=0)
-
-
-def test_encode_pairs_and_exact_match_errors() -> None:
-    from attnbook.data import CharVocab
-
-    v = CharVocab("abc")
-    with pytest.raises(ValueError, match="non-empty"):
-        encode_pairs([], v, v)
-    with pytest.raises(TypeError, match="tuple of str"):
-        encode_pairs([("a", 1)], v, v)
-    with pytest.raises(TypeError, match="CharVocab"):
-        encode_pairs([("a", "b")], v, "abc")
-    m = model("additive")
-    with pytest.raises(ValueError, match="same number"):
-        exact_match(m, ids([[4]]), ids([[BOS, 3, EOS], [BOS, 3, EOS]]))

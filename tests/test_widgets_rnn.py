@@ -10,7 +10,7 @@ import torch
 
 from attnbook.data import CharVocab
 from attnbook.plots import alignment_step
-from attnbook.rnn import Seq2Seq, Seq2SeqConfig, accuracy_by_length
+from attnbook.rnn import Seq2Seq, Seq2SeqConfig
 from attnbook.widgets import alignment_explorer
 
 PNG = b"\x89PNG"
@@ -82,26 +82,3 @@ def test_alignment_step_draws_the_chosen_row():
 def test_alignment_step_rejects_bad_steps(step):
     with pytest.raises(ValueError, match="step"):
         alignment_step(torch.full((4, 3), 1 / 3), x_labels="abc", y_labels="wxyz", step=step)
-
-
-def test_accuracy_by_length_buckets():
-    hits = torch.tensor([True, False, True, True])
-    lengths = torch.tensor([5, 5, 12, 40])
-    rows = accuracy_by_length(hits, lengths, [0, 10, 20, 30])
-    assert [(r.lo, r.hi, r.count) for r in rows] == [(0, 10, 2), (10, 20, 1), (20, 30, 0)]
-    assert rows[0].accuracy == 0.5 and rows[1].accuracy == 1.0
-    assert rows[2].accuracy != rows[2].accuracy  # an empty bucket is nan; 40 is outside every bucket
-
-
-@pytest.mark.parametrize(
-    "hits, lengths, edges, error",
-    [
-        (torch.tensor([1, 0]), torch.tensor([3, 4]), [0, 10], TypeError),  # hits not boolean
-        (torch.tensor([True]), torch.tensor([3, 4]), [0, 10], ValueError),  # different N
-        (torch.tensor([True]), torch.tensor([3]), [10, 0], ValueError),  # edges decrease
-        (torch.tensor([True]), torch.tensor([3]), [0], ValueError),  # one edge
-    ],
-)
-def test_accuracy_by_length_rejects_bad_input(hits, lengths, edges, error):
-    with pytest.raises(error):
-        accuracy_by_length(hits, lengths, edges)

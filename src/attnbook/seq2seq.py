@@ -1,0 +1,323 @@
+"""Batching, training and scoring helpers shared by every sequence-to-sequence model.
+
+They work for chapter 1's recurrent :class:`attnbook.rnn.Seq2Seq` and chapter
+2's :class:`attnbook.transformer.Transformer` alike:
+
+* :func:`encode_pairs` turns ``(source, target)`` strings into padded id
+  tensors, and :class:`LengthBuckets` cuts them into shuffled batches of
+  similar lengths;
+* :func:`seq2seq_loss` is the teacher-forced cross-entropy, shaped to be
+  :func:`attnbook.train.fit`'s ``loss_fn``;
+* :func:`exact_match`, :func:`accuracy_by_length` and :func:`translate` score
+  and run greedy decoding, through each model's own ``greedy_decode``
+  (:func:`attnbook.rnn.greedy_decode`, :func:`attnbook.transformer.greedy_decode`).
+
+Both models read ``forward(src, tgt_in) -> logits`` (B, T, V) and carry a
+config with ``src_vocab_size``, ``tgt_vocab_size`` and ``pad_id``. Token ids
+follow :class:`attnbook.data.CharVocab` (``<pad>`` = 0, ``<bos>`` = 1,
+``<eos>`` = 2); sources and targets are right-padded.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from itertools import pairwise
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from attnbook import rnn, transformer
+from attnbook._checks import positive_int, token_ids
+from attnbook.rnn import Seq2Seq, Seq2SeqConfig
+from attnbook.transformer import Transformer, TransformerConfig
+
+__all__ = [
+    "encode_pairs",
+    "LengthBuckets",
+    "seq2seq_loss",
+    "exact_match",
+    "LengthBucket",
+    "accuracy_by_length",
+    "translate",
+]
+
+Model = Seq2Seq | Transformer
+
+
+def _check_model(model: object) -> Model:
+    """``model`` if it is one of the sequence-to-sequence models these helpers know."""
+    if not isinstance(model, (Seq2Seq, Transformer)):
+        raise TypeError(
+            "model must be an attnbook.rnn.Seq2Seq or an attnbook.transformer.Transformer, "
+            f"got {type(model).__name__}"
+        )
+    return model
+
+
+def _greedy_tokens(model: Model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int) -> torch.Tensor:
+    """The generated ids (B, L) of the model's own ``greedy_decode`` (no BOS, EOS kept)."""
+    _check_model(model)
+    if isinstance(model, Seq2Seq):
+        tokens, _ = rnn.greedy_decode(model, src, bos_id, eos_id, max_len)  # the attention is not needed here
+        return tokens
+    return transformer.greedy_decode(model, src, bos_id, eos_id, max_len)  # (B, L)
+
+
+def encode_pairs(
+    pairs: Sequence[tuple[str, str]],
+    src_vocab: object,
+    tgt_vocab: object,
+    *,
+    device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(source, target)`` strings -> ``src`` (N, S) ids and ``tgt`` (N, T) = BOS + ids + EOS, right-padded.
+
+    The vocabularies are :class:`attnbook.data.CharVocab` (anything with
+    ``encode_batch(texts, bos=, eos=)``).
+
+    >>> from attnbook.data import CharVocab
+    >>> v = CharVocab("abc")                                    # a=4, b=5, c=6
+    >>> src, tgt = encode_pairs([("ab", "c"), ("c", "ba")], v, v)
+    >>> src
+    tensor([[4, 5],
+            [6, 0]])
+    >>> tgt                                                     # <bos>=1 ... <eos>=2, <pad>=0
+    tensor([[1, 6, 2, 0],
+            [1, 5, 4, 2]])
+    """
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence) or len(pairs) == 0:
+        raise ValueError("pairs must be a non-empty sequence of (source, target) strings")
+    for p in pairs:
+        if not (isinstance(p, tuple) and len(p) == 2 and all(isinstance(s, str) for s in p)):
+            raise TypeError(f"each pair must be a (source, target) tuple of str, got {p!r}")
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        if not hasattr(vocab, "encode_batch"):
+            raise TypeError(f"{name} must be a CharVocab (with encode_batch), got {type(vocab).__name__}")
+    src = src_vocab.encode_batch([s for s, _ in pairs], device=device)  # (N, S)
+    tgt = tgt_vocab.encode_batch([t for _, t in pairs], bos=True, eos=True, device=device)  # (N, T)
+    return src, tgt
+
+
+class LengthBuckets:
+    """Shuffled ``(src, tgt)`` batches whose sources have similar lengths; a new order every epoch.
+
+    Iterating gives one epoch: the examples are shuffled, cut into pools of
+    ``pool`` batches, sorted by source length inside each pool, cut into
+    batches of ``batch_size`` and the batches shuffled. Each batch is trimmed
+    to its own longest source and target, so short inputs do not pay for the
+    longest one (the encoder, and the attention at every decoder step, cost
+    time proportional to S). Pass it to :func:`attnbook.train.fit` as
+    ``train_batches``; ``len()`` is the number of batches per epoch.
+
+    >>> src = torch.tensor([[4, 0, 0], [4, 5, 6], [5, 0, 0], [6, 5, 0]])
+    >>> tgt = torch.tensor([[1, 4, 2], [1, 5, 2], [1, 6, 2], [1, 4, 2]])
+    >>> batches = LengthBuckets(src, tgt, batch_size=2, seed=0)
+    >>> len(batches), sorted(b[0].shape[1] for b in batches)    # lengths {1, 1} and {2, 3}
+    (2, [1, 3])
+    """
+
+    def __init__(
+        self,
+        src: torch.Tensor,
+        tgt: torch.Tensor,
+        batch_size: int,
+        *,
+        pad_id: int = 0,
+        seed: int = 0,
+        pool: int = 50,
+        drop_last: bool = False,
+    ) -> None:
+        for name, x in (("src", src), ("tgt", tgt)):
+            if not isinstance(x, torch.Tensor) or x.dtype.is_floating_point or x.dtype == torch.bool or x.dim() != 2:
+                raise TypeError(f"{name} must be a (N, length) integer tensor of token ids")
+        if src.shape[0] != tgt.shape[0] or src.shape[0] == 0:
+            raise ValueError(
+                f"src and tgt must hold the same number N >= 1 of examples, got {src.shape[0]} and {tgt.shape[0]}"
+            )
+        self.batch_size = positive_int("batch_size", batch_size)
+        self.pool = positive_int("pool", pool)
+        self.src, self.tgt, self.pad_id, self.drop_last = src, tgt, pad_id, drop_last
+        self.src_len = (src != pad_id).sum(dim=1).tolist()  # N lengths
+        self.tgt_len = (tgt != pad_id).sum(dim=1).tolist()
+        self._rng = random.Random(seed)
+
+    def __len__(self) -> int:
+        n = self.src.shape[0]
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        order = list(range(self.src.shape[0]))
+        self._rng.shuffle(order)
+        size = self.batch_size * self.pool
+        batches: list[list[int]] = []
+        for start in range(0, len(order), size):
+            chunk = sorted(order[start : start + size], key=self.src_len.__getitem__)
+            batches += [chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
+        if self.drop_last:
+            batches = [b for b in batches if len(b) == self.batch_size]
+        self._rng.shuffle(batches)
+        for b in batches:
+            index = torch.tensor(b)
+            S = max(self.src_len[i] for i in b)
+            T = max(self.tgt_len[i] for i in b)
+            yield self.src[index, :S], self.tgt[index, :T]  # (B, S), (B, T)
+
+
+def seq2seq_loss(model: Model, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Teacher-forced cross-entropy of ``batch = (src, tgt)``, ``tgt`` = BOS + ids + EOS (padded).
+
+    The model reads ``tgt[:, :-1]`` and predicts ``tgt[:, 1:]``; padding is not
+    scored. Shaped to be :func:`attnbook.train.fit`'s ``loss_fn``.
+
+    >>> _ = torch.manual_seed(0)
+    >>> batch = (torch.tensor([[4, 5]]), torch.tensor([[1, 6, 2]]))  # src (1, 2), tgt (1, 3)
+    >>> rnn_model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
+    >>> 1.5 < seq2seq_loss(rnn_model, batch).item() < 2.6           # about ln(8) = 2.08 untrained
+    True
+    >>> tf = Transformer(TransformerConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
+    >>> seq2seq_loss(tf, batch).item() > 1.0                         # any of the two models
+    True
+    """
+    _check_model(model)
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise TypeError("batch must be a (src, tgt) pair of id tensors")
+    src, tgt = batch
+    token_ids("tgt", tgt, model.config.tgt_vocab_size, dim=2)
+    if tgt.shape[1] < 2:
+        raise ValueError(f"tgt must hold BOS and at least one more token per row, got shape {tuple(tgt.shape)}")
+    logits = model(src, tgt[:, :-1])  # (B, T-1, V)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),  # (B (T-1), V)
+        tgt[:, 1:].reshape(-1),  # (B (T-1),)
+        ignore_index=model.config.pad_id,
+    )
+
+
+def _as_rows(tokens: torch.Tensor, eos_id: int, pad_id: int) -> list[tuple[int, ...]]:
+    """Each row's ids up to and including the first EOS (everything, if there is none)."""
+    rows = []
+    for row in tokens.tolist():
+        row = [i for i in row if i != pad_id]
+        rows.append(tuple(row[: row.index(eos_id) + 1] if eos_id in row else row))
+    return rows
+
+
+@torch.no_grad()
+def exact_match(
+    model: Model,
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    *,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    batch_size: int = 1000,
+    per_example: bool = False,
+) -> float | torch.Tensor:
+    """Fraction of sources whose greedy translation equals the target exactly (EOS included).
+
+    ``src`` (N, S) and ``tgt`` (N, T) as from :func:`encode_pairs` (``tgt``
+    starts with BOS). ``per_example=True`` returns the (N,) boolean hits instead,
+    e.g. to group accuracy by input length. ``model`` is a
+    :class:`~attnbook.rnn.Seq2Seq` or a :class:`~attnbook.transformer.Transformer`,
+    decoded by its own module's ``greedy_decode``.
+
+    >>> _ = torch.manual_seed(0)
+    >>> src, tgt = torch.tensor([[4, 5]]), torch.tensor([[1, 6, 2]])  # (N, S), (N, T)
+    >>> model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
+    >>> exact_match(model, src, tgt)                                  # untrained
+    0.0
+    >>> tf = Transformer(TransformerConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
+    >>> exact_match(tf, src, tgt, per_example=True)
+    tensor([False])
+    """
+    _check_model(model)
+    token_ids("src", src, model.config.src_vocab_size, dim=2)
+    token_ids("tgt", tgt, model.config.tgt_vocab_size, dim=2)
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(f"src and tgt must hold the same number of examples, got {src.shape[0]} and {tgt.shape[0]}")
+    positive_int("batch_size", batch_size)
+    pad = model.config.pad_id
+    device = next(model.parameters()).device
+    hits = []
+    for start in range(0, src.shape[0], batch_size):
+        s, t = src[start : start + batch_size], tgt[start : start + batch_size]
+        lengths = (s != pad).sum(dim=1)
+        s = s[:, : int(lengths.max())].to(device)  # trim the padding every row has
+        want = _as_rows(t[:, 1:], eos_id, pad)
+        got = _greedy_tokens(model, s, bos_id, eos_id, max_len=t.shape[1] - 1)  # (b, L)
+        hits += [g == w for g, w in zip(_as_rows(got.cpu(), eos_id, pad), want)]
+    hits_t = torch.tensor(hits, dtype=torch.bool)
+    return hits_t if per_example else float(hits_t.float().mean())
+
+
+class LengthBucket(NamedTuple):
+    """One row of :func:`accuracy_by_length`: inputs of ``lo <= length < hi``."""
+
+    lo: int  # shortest length in the bucket
+    hi: int  # first length after the bucket
+    accuracy: float  # fraction of hits (nan for an empty bucket)
+    count: int  # examples in the bucket
+
+
+def accuracy_by_length(hits: torch.Tensor, lengths: torch.Tensor, edges: Sequence[int]) -> list[LengthBucket]:
+    """Accuracy grouped by input length: one :class:`LengthBucket` per ``edges[i] <= length < edges[i+1]``.
+
+    ``hits`` (N,) is boolean, e.g. ``exact_match(..., per_example=True)``;
+    ``lengths`` (N,) holds each input's length; ``edges`` increase strictly.
+
+    >>> hits = torch.tensor([True, True, False, True, False, False])
+    >>> lengths = torch.tensor([3, 4, 12, 15, 25, 28])
+    >>> [(b.lo, b.hi, b.accuracy, b.count) for b in accuracy_by_length(hits, lengths, [0, 10, 20, 30])]
+    [(0, 10, 1.0, 2), (10, 20, 0.5, 2), (20, 30, 0.0, 2)]
+    """
+    for name, x in (("hits", hits), ("lengths", lengths)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 1:
+            raise TypeError(f"{name} must be a 1-D tensor (N,), got {getattr(x, 'shape', type(x).__name__)}")
+    if hits.dtype != torch.bool:
+        raise TypeError(f"hits must be a boolean tensor (True = correct), got {hits.dtype}")
+    if hits.shape != lengths.shape:
+        raise ValueError(f"hits and lengths must both be (N,), got {tuple(hits.shape)} and {tuple(lengths.shape)}")
+    edges = list(edges)
+    if len(edges) < 2 or any(not isinstance(e, int) or isinstance(e, bool) for e in edges):
+        raise ValueError(f"edges must be at least two ints, got {edges!r}")
+    if any(b <= a for a, b in pairwise(edges)):
+        raise ValueError(f"edges must increase strictly, got {edges}")
+    lengths = lengths.cpu()
+    hits = hits.cpu()
+    rows = []
+    for lo, hi in pairwise(edges):
+        sel = (lengths >= lo) & (lengths < hi)  # (N,)
+        n = int(sel.sum())
+        rows.append(LengthBucket(lo, hi, float(hits[sel].float().mean()) if n else float("nan"), n))
+    return rows
+
+
+def translate(
+    model: Model,
+    texts: Sequence[str],
+    src_vocab: object,
+    tgt_vocab: object,
+    *,
+    max_len: int = 64,
+) -> list[str]:
+    """Greedy translations of ``texts`` as strings, for a ``Seq2Seq`` or a ``Transformer``.
+
+    For the attention weights too, call :func:`attnbook.rnn.greedy_decode`.
+
+    >>> from attnbook.data import CharVocab
+    >>> _ = torch.manual_seed(0)
+    >>> v = CharVocab("0123456789-")
+    >>> model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=len(v), tgt_vocab_size=len(v)))
+    >>> out = translate(model, ["12", "345"], v, v, max_len=4)  # untrained: some string of <= 4 chars
+    >>> len(out), all(len(s) <= 4 for s in out)
+    (2, True)
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, got a single str (wrap it in a list)")
+    _check_model(model)
+    device = next(model.parameters()).device
+    src = src_vocab.encode_batch(list(texts), device=device)  # (B, S)
+    tokens = _greedy_tokens(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len)  # (B, L)
+    return tgt_vocab.decode_batch(tokens.cpu())
