@@ -4,31 +4,17 @@ The same catalogue (autograder/fixtures/answers/03-bert.py) is graded end to end
 through the sandboxed judge in test_autograder.py.
 """
 
-import importlib.util
-from pathlib import Path
 
-import pytest
+import exercise_harness as harness
 import torch
 
-from attnbook.grading import bert as checks
 from attnbook.grading.bert import masking, nsp
 
-_spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 EXERCISE = harness.Exercise("03-bert")
 CHAPTER = EXERCISE.answers
-PARTS = [checks.check_bert_embeddings, checks.check_mask_tokens, checks.check_mlm_loss, checks.check_nsp_pairs,
-         checks.check_cls_classifier, checks.check_freeze_all_but_top, checks.check_wordpiece_encode]
 
 
-def test_the_catalogue_covers_every_part_and_the_issues_mistakes():
-    assert len(CHAPTER) >= 6 and all(name.startswith("bert_") for name in CHAPTER)
-    for grade_id in EXERCISE.checks:
-        wrong = [a for a in CHAPTER.values() if a["expected"].get(grade_id, 0) != "full"]
-        assert len(wrong) >= 2, grade_id  # at least two realistic wrong answers per part
-        partial = [a for a in CHAPTER.values() if a["expected"].get(grade_id, 0) == "partial"]
-        assert partial, grade_id  # a mistake that only the hidden edge cases reveal
+def test_the_catalogue_names_the_issues_mistakes():
     phrases = [p for a in CHAPTER.values() for p in harness.phrases(a["message"])]
     for named in ("special tokens ([CLS], [SEP], [PAD], ...) were chosen",  # the issue's mistakes
                   "the 80/10/10 replacement applies only to the chosen 15 %",
@@ -37,29 +23,6 @@ def test_the_catalogue_covers_every_part_and_the_issues_mistakes():
                   "the shortest match was taken",
                   "draw every random number with the generator", "a squeeze() drops"):  # edges
         assert any(named in p for p in phrases), named
-    assert any(set(a["expected"].values()) == {"full"} for a in CHAPTER.values())  # an alternative answer
-
-
-@pytest.mark.parametrize("name", sorted(CHAPTER))
-def test_catalogued_answer_is_graded_as_expected(name, capsys):
-    EXERCISE.assert_graded_as_expected(name, capsys)
-
-
-def test_every_test_cell_calls_a_part_of_this_chapter():
-    assert len(EXERCISE.test_cells) >= 6
-    EXERCISE.assert_test_cells_well_formed()
-    assert sorted(check.name for check, _ in EXERCISE.checks.values()) == sorted(p.name for p in PARTS)
-    for cell in EXERCISE.test_cells.values():
-        assert "from attnbook.grading.bert import check_" in cell.source
-
-
-@pytest.mark.parametrize("grade_id", sorted(EXERCISE.checks))
-def test_solution_scores_full_and_released_stub_scores_zero(grade_id):
-    EXERCISE.assert_solution_full_and_stub_zero(grade_id)
-
-
-def test_hidden_tests_are_not_in_the_released_notebook():
-    EXERCISE.assert_stub_hides_the_answers()
 
 
 # ------------------------------------------------------------------ the checks themselves
@@ -67,7 +30,7 @@ def test_hidden_tests_are_not_in_the_released_notebook():
 
 def test_statistical_bounds_pass_the_reference_under_many_seeds():
     """The binomial bounds are wide enough for a right answer whatever the seed (the reference, 10 seeds)."""
-    import attnbook.bert as bert
+    from attnbook import bert
 
     ids, special, vocab, mask_id, p, _, _ = masking.CHECK.hidden[0].make()
     for seed in range(10):

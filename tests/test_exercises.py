@@ -1,0 +1,107 @@
+"""Every chapter's exercises, graded in-process: what all six share.
+
+For each assignment: every test cell is well formed and calls a check that its
+chapter's grading package exports; the solution scores full and the released
+stub zero on every part; the released notebook hides the answers; the
+catalogue (``autograder/fixtures/answers/``) holds, per part, two wrong
+answers, one that only the hidden cases reveal, and a correct answer written
+another way than the solution; and each catalogued answer gets its expected
+grade and message. What is particular to a chapter (the mistakes its issue
+names, statistical bounds, traps) stays in ``test_grading_<chapter>.py``. The same catalogue goes through the sandboxed
+judge in ``test_autograder.py``.
+"""
+
+import functools
+import importlib
+
+import exercise_harness as harness
+import pytest
+import torch
+
+import attnbook.grading as grading_root
+from attnbook.grading import judge
+
+# assignment -> its grading package, attnbook.grading.<package>
+CHAPTERS = {
+    "01-rnn-attention": "rnn",
+    "02-transformer": "transformer",
+    "03-bert": "bert",
+    "04-gpt-bpe": "gpt",
+    "05-imagegpt": "imagegpt",
+    "06-vit": "vit",
+}
+
+
+@functools.cache
+def exercise(assignment: str) -> harness.Exercise:
+    return harness.Exercise(assignment)
+
+
+def _answers() -> list[tuple[str, str]]:
+    return sorted((a["assignment"], name) for name, a in harness.answers.ANSWERS.items()
+                  if a["assignment"] in CHAPTERS and not a.get("hostile"))
+
+
+def _parts() -> list[tuple[str, str]]:
+    return [(assignment, gid) for assignment in CHAPTERS for gid in sorted(exercise(assignment).checks)]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread_and_torch_restored():
+    """Small models check fastest on one thread; an answer that patches torch is undone afterwards."""
+    threads, allclose = torch.get_num_threads(), torch.allclose
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+    torch.allclose = allclose
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS)
+def test_every_test_cell_calls_an_exported_check_of_its_chapter(assignment):
+    ex = exercise(assignment)
+    package = CHAPTERS[assignment]
+    grading = importlib.import_module(f"attnbook.grading.{package}")
+    exported = {name for name in grading.__all__ if name.startswith("check_")}
+    assert len(ex.test_cells) >= 6 and sum(ex.points.values()) >= 10
+    ex.assert_test_cells_well_formed()
+    used = sorted(check.name for check, _ in ex.checks.values())
+    assert used == sorted(exported)  # each exported check grades exactly one part
+    for gid, (check, _) in ex.checks.items():
+        assert getattr(grading, check.name) is check and check.visible and check.hidden, gid
+        source = ex.test_cells[gid].source  # imported from the chapter's package, or from attnbook.grading
+        assert f"from attnbook.grading.{package} import check_" in source or (
+            "from attnbook.grading import check_" in source and getattr(grading_root, check.name) is check), gid
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS)
+def test_hidden_tests_are_not_in_the_released_notebook(assignment):
+    exercise(assignment).assert_stub_hides_the_answers()
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS)
+def test_the_catalogue_tries_every_part(assignment):
+    ex = exercise(assignment)
+    assert len(ex.answers) >= 6
+    for gid in ex.checks:
+        wrong = [a for a in ex.answers.values() if a["cells"] and a["expected"].get(gid, 0) != "full"]
+        assert len(wrong) >= 2, gid  # two realistic wrong answers per part
+        assert any(a["message"] for a in wrong), gid  # whose feedback is pinned down
+        assert any(a["expected"].get(gid) == "partial" for a in wrong), gid  # one only hidden cases reveal
+        assert any(a["expected"].get(gid) == "full" for a in ex.answers.values()), gid  # written another way
+
+
+@pytest.mark.parametrize("assignment, grade_id", _parts())
+def test_solution_scores_full_and_released_stub_scores_zero(assignment, grade_id):
+    exercise(assignment).assert_solution_full_and_stub_zero(grade_id)
+
+
+@pytest.mark.parametrize("assignment, name", _answers())
+def test_catalogued_answer_is_graded_as_expected(assignment, name, capsys):
+    exercise(assignment).assert_graded_as_expected(name, capsys)
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS)
+def test_forbidden_names_are_where_the_worker_can_stub_them(assignment):
+    for check, _ in exercise(assignment).checks.values():
+        assert check.forbidden, check.name  # every part keeps the reference from being called
+        judge.package_sources(tuple(sorted(check.forbidden)))  # raises for a name not defined where listed
