@@ -33,56 +33,37 @@ def _case(words: list[str], extra: tuple[str, ...] = (), unk: str = "[UNK]", dro
     return make
 
 
-def _shortest(word: str, vocab, unk: str) -> list[str]:
+def _greedy(word: str, vocab, unk: str, *, longest=True, hashes=True, whole_word_unk=True) -> list[str]:
+    """WordPiece with one of its rules switched off: each ``False`` is a mistake students make.
+
+    ``longest=False`` takes the shortest match; ``hashes=False`` looks continuations up (and returns
+    them) without ``##``; ``whole_word_unk=False`` makes only the unmatched character unknown.
+    """
+    known = vocab if hashes else {t.removeprefix("##") for t in vocab}
     pieces, start = [], 0
     while start < len(word):
-        for end in range(start + 1, len(word) + 1):
-            piece = word[start:end] if start == 0 else "##" + word[start:end]
-            if piece in vocab:
+        ends = range(len(word), start, -1) if longest else range(start + 1, len(word) + 1)
+        for end in ends:
+            piece = word[start:end] if start == 0 or not hashes else "##" + word[start:end]
+            if piece in known:
                 pieces.append(piece)
                 start = end
                 break
         else:
-            return [unk]
-    return pieces
-
-
-def _no_hashes(word: str, vocab, unk: str) -> list[str]:
-    """Greedy longest match on the pieces with their ## taken off, returned bare."""
-    bare = {t.removeprefix("##") for t in vocab}
-    pieces, start = [], 0
-    while start < len(word):
-        for end in range(len(word), start, -1):
-            if word[start:end] in bare:
-                pieces.append(word[start:end])
-                start = end
-                break
-        else:
-            return [unk]
-    return pieces
-
-
-def _unk_piece(word: str, vocab, unk: str) -> list[str]:
-    pieces, start = [], 0
-    while start < len(word):
-        for end in range(len(word), start, -1):
-            piece = word[start:end] if start == 0 else "##" + word[start:end]
-            if piece in vocab:
-                pieces.append(piece)
-                start = end
-                break
-        else:
+            if whole_word_unk:
+                return [unk]
             pieces.append(unk)
             start += 1
     return pieces
 
 
 MISTAKES = (
-    ("the shortest match was taken: WordPiece takes the longest piece in the vocabulary at each step", _shortest),
+    ("the shortest match was taken: WordPiece takes the longest piece in the vocabulary at each step",
+     dict(longest=False)),
     ("the ## prefix is missing: a piece that continues a word is looked up, and returned, as ##piece",
-     _no_hashes),
+     dict(hashes=False)),
     ("only the piece that matched nothing became unknown: if any part of a word cannot be matched, the whole "
-     "word is [UNK] (a single unk_token)", _unk_piece),
+     "word is [UNK] (a single unk_token)", dict(whole_word_unk=False)),
 )
 
 
@@ -95,8 +76,8 @@ def _check(fn: Callable) -> Callable:
             want = WP.encode_word(word, vocab, unk)
             if result == want:
                 continue
-            for message, mistake in MISTAKES:
-                if result == mistake(word, vocab, unk):
+            for message, rules in MISTAKES:
+                if result == _greedy(word, vocab, unk, **rules):
                     raise CheckFailed(message)
             if want == [unk] and "".join(p.removeprefix("##") for p in result) == word and all(
                     p in vocab for p in result):
