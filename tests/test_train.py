@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
-import time
 from collections import namedtuple
 
 import pytest
@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from attnbook.runtime import seed_everything
-from attnbook.train import History, accuracy, evaluate, fit, lr_factor, to_device
+from attnbook.train import History, Snapshots, accuracy, evaluate, fit, lr_factor, to_device
 
 
 def _blobs(n: int = 128, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,20 +137,87 @@ def test_eval_metrics_may_be_tensors_and_are_stored_as_floats():
 # ----------------------------------------------------------------------------- time budget
 
 
-def test_max_seconds_stops_training():
-    def slow_loss(m, b):
-        time.sleep(0.02)
+class FakeClock:
+    """Seconds that pass only when a step runs: ``loss_fn`` advances the clock by ``per_step``."""
+
+    def __init__(self, per_step: float) -> None:
+        self.now, self.per_step = 0.0, per_step
+
+    def __call__(self) -> float:
+        return self.now
+
+    def loss(self, m, b) -> torch.Tensor:
+        self.now += self.per_step
         return _ce(m, b)
 
+
+def test_max_seconds_stops_training():
+    clock = FakeClock(per_step=0.25)
     x, y = _blobs(8)
-    start = time.perf_counter()
-    h = fit(_mlp(), slow_loss, [(x, y)], steps=10_000, max_seconds=0.2,
+    h = fit(_mlp(), clock.loss, [(x, y)], steps=10_000, max_seconds=2.5, clock=clock,
             eval_fn=lambda m: {"a": 1.0}, eval_every=1_000, **_quiet())
-    elapsed = time.perf_counter() - start
     assert h.stopped_by == "time"
-    assert 0.2 <= h.seconds < 1.0 and elapsed < 1.5
-    assert 1 <= len(h.steps) < 60
-    assert [r["step"] for r in h.evals] == [h.steps[-1]]  # evaluated once, where it stopped
+    assert len(h.steps) == 10 and h.seconds == 2.5  # stops after the step that reaches 2.5 s
+    assert [r["step"] for r in h.evals] == [10]  # evaluated once, where it stopped
+    lr = [0.001 * lr_factor(s, steps=10_000) for s in range(10)]
+    assert h.lr == pytest.approx(lr)  # steps given: the schedule follows the steps, time only stops
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "constant"])
+def test_a_time_budget_drives_the_schedule_when_steps_is_none(schedule):
+    clock = FakeClock(per_step=0.5)
+    x, y = _blobs(8)
+    h = fit(_mlp(), clock.loss, [(x, y)], steps=None, max_seconds=10.0, warmup_seconds=1.0, lr=0.1,
+            schedule=schedule, clock=clock, eval_fn=lambda m: {"a": 1.0}, **_quiet())
+    assert h.stopped_by == "time" and len(h.steps) == 20
+    assert [r["step"] for r in h.evals] == [20]  # without eval_every: only at the end
+    # step k starts at 0.5 (k - 1) seconds: tick 50 (k - 1) of the budget's 1000, warmup 100 ticks
+    expected = [0.1 * lr_factor(50 * k, steps=1000, warmup_steps=100, schedule=schedule) for k in range(20)]
+    assert h.lr == pytest.approx(expected)
+    assert h.lr[1] == pytest.approx(0.1 * 51 / 100)  # warming up
+    if schedule == "cosine":
+        assert h.lr[2] == pytest.approx(0.1) and h.lr[-1] < 0.02  # decays towards 10 % of the peak
+
+
+def test_time_budget_settings_are_checked():
+    x, y = _blobs(8)
+    cases = [
+        (dict(steps=None), "steps must be a positive int, or None with a max_seconds budget"),
+        (dict(steps=None, max_seconds=5, warmup_steps=3), "warmup_steps needs steps"),
+        (dict(steps=10, max_seconds=5, warmup_seconds=1), "warmup_seconds needs steps=None"),
+        (dict(steps=None, max_seconds=5, warmup_seconds=5), "less than max_seconds"),
+        (dict(steps=None, max_seconds=5, warmup_seconds=-1), "warmup_seconds must be a number >= 0"),
+    ]
+    for kwargs, match in cases:
+        with pytest.raises(ValueError, match=match):
+            fit(_mlp(), _ce, [(x, y)], **_quiet(**kwargs))
+    with pytest.raises(TypeError, match="clock must be a callable"):
+        fit(_mlp(), _ce, [(x, y)], steps=2, clock=3.0, **_quiet())
+
+
+def test_snapshots_keep_copies_of_the_weights_at_each_evaluation():
+    clock = FakeClock(per_step=1.0)
+    x, y = _blobs(8)
+    model = _mlp()
+    snaps = Snapshots(clock=clock)
+    h = fit(model, clock.loss, [(x, y)], steps=6, lr=0.05, clock=clock, eval_fn=snaps, eval_every=2, **_quiet())
+    assert [(s.seconds, h.evals[s.index]["step"]) for s in snaps.taken] == [(2.0, 2), (4.0, 4), (6.0, 6)]
+    assert h.evals == [{"step": 2}, {"step": 4}, {"step": 6}]  # no metric of its own
+    first, last = snaps.taken[0].state, snaps.taken[-1].state
+    assert all(torch.equal(last[k], v) for k, v in model.state_dict().items())
+    assert not torch.equal(first["0.weight"], last["0.weight"])  # copies, not references
+
+
+def test_snapshots_at_given_times_keep_the_latest_copy_before_each():
+    clock = FakeClock(per_step=1.0)
+    x, y = _blobs(8)
+    snaps = Snapshots(at=[2.5, 3.0, 100.0], clock=clock)
+    h = fit(_mlp(), clock.loss, [(x, y)], steps=5, clock=clock, eval_fn=snaps, eval_every=1, **_quiet())
+    assert snaps.taken == []
+    latest = {t: (s.seconds, h.evals[s.index]["step"]) for t, s in snaps.latest.items()}
+    assert latest == {2.5: (2.0, 2), 3.0: (3.0, 3), 100.0: (5.0, 5)}
+    with pytest.raises(ValueError, match="at must be a positive number"):
+        Snapshots(at=[0])
 
 
 # ----------------------------------------------------------------------------- history
@@ -221,23 +288,31 @@ def test_a_list_of_batches_restarts_each_epoch():
     assert order == [0, 1, 2, 0, 1, 2, 0]
 
 
+class _Seen(Exception):
+    """Raised by a loss_fn once it has looked at where the model and the batch are."""
+
+
 def test_model_and_batches_are_moved_to_the_device():
-    """fit asks the model and every batch tensor for the device it was given (recorded, since this
-    machine may have only a CPU: moving CPU to CPU would prove nothing)."""
-    moved = []
+    """A real move, away from the CPU where they are made: to CUDA when there is one, else to the
+    ``meta`` device (tensors with shapes and no data, where no loss can be computed, so the
+    loss_fn stops fit with an exception once it has looked)."""
+    device = "cuda" if torch.cuda.is_available() else "meta"
+    seen = {}
 
-    class Spy(torch.Tensor):  # a tensor that records the devices it is sent to
-        def to(self, *args, **kwargs):
-            moved.append(("batch", str(args[0] if args else kwargs.get("device"))))
-            return torch.Tensor.to(self.as_subclass(torch.Tensor), *args, **kwargs)
+    def loss_fn(m, b):
+        seen["model"] = {p.device.type for p in m.parameters()}
+        seen["batch"] = {b[0].device.type, b[1].device.type}
+        if device == "meta":
+            raise _Seen
+        return _ce(m, b)
 
-    model = _mlp().to(torch.float32)
-    model_to = model.to
-    model.to = lambda *args, **kwargs: moved.append(("model", str(args[0]))) or model_to(*args, **kwargs)
+    model = _mlp()
     x, y = _blobs(8)
-    fit(model, _ce, [(x.as_subclass(Spy), y.as_subclass(Spy))], steps=1, device="cpu", progress=False)
-    assert ("model", "cpu") in moved
-    assert moved.count(("batch", "cpu")) == 2
+    assert x.device.type == next(model.parameters()).device.type == "cpu"
+    with pytest.raises(_Seen) if device == "meta" else contextlib.nullcontext():
+        fit(model, loss_fn, [(x, y)], steps=1, device=device, progress=False)
+    assert seen == {"model": {device}, "batch": {device}}
+    assert next(model.parameters()).device.type == device  # the model stays where fit put it
 
 
 @pytest.mark.gpu

@@ -2,10 +2,15 @@
 
 :func:`fit` takes any ``model`` and a ``loss_fn(model, batch) -> scalar loss``,
 so the same loop trains the RNN of chapter 1 and the ViT of chapter 6. It runs
-AdamW (or an optimizer you pass) for ``steps`` steps, optionally with warmup and
-a cosine learning-rate schedule, clips gradients, evaluates every
-``eval_every`` steps and at the end, stops early when a time budget
-``max_seconds`` runs out, and returns a :class:`History`.
+AdamW (or an optimizer you pass) for ``steps`` steps, or for ``max_seconds``
+seconds, optionally with warmup and a cosine learning-rate schedule, clips
+gradients, evaluates every ``eval_every`` steps and at the end, and returns a
+:class:`History`. With ``steps`` the schedule follows the step count (and
+``max_seconds``, if given, only cuts the run short); with ``steps=None`` it
+follows the elapsed fraction of ``max_seconds``, so that a run with a time
+budget warms up and decays however many steps fit into it.
+:class:`Snapshots` is an ``eval_fn`` that keeps copies of the weights during
+training, to score them afterwards.
 
 The loop is device-agnostic: it moves the model and every tensor in a batch to
 ``device`` (:func:`attnbook.runtime.get_device` by default) and runs the forward
@@ -25,23 +30,26 @@ References: Loshchilov & Hutter, *Decoupled Weight Decay Regularization*
 
 from __future__ import annotations
 
+import copy
+import itertools
 import math
 import sys
 import time
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 import torch
 from tqdm.auto import tqdm
 
 from .runtime import autocast, get_device
 
-__all__ = ["History", "fit", "evaluate", "accuracy", "to_device", "lr_factor"]
+__all__ = ["History", "fit", "evaluate", "accuracy", "to_device", "lr_factor", "Snapshot", "Snapshots"]
 
 _SCHEDULES = ("constant", "cosine")
 _MIN_LR_RATIO = 0.1  # cosine decays to 10 % of the peak learning rate, as in nanoGPT
+_TICKS = 1000  # a time-budgeted schedule is lr_factor over the budget cut into this many ticks
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -98,6 +106,17 @@ def lr_factor(step: int, *, steps: int, warmup_steps: int = 0, schedule: str = "
         return 1.0
     progress = min(1.0, (step - warmup_steps) / max(1, steps - 1 - warmup_steps))  # 0 -> 1
     return _MIN_LR_RATIO + (1 - _MIN_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def _time_factor(elapsed: float, max_seconds: float, warmup_seconds: float, schedule: str) -> float:
+    """:func:`lr_factor` with the budget as the run: ``elapsed / max_seconds`` in 1000 ticks.
+
+    >>> [round(_time_factor(e, 10.0, 2.0, "cosine"), 2) for e in (0.0, 0.99, 2.0, 6.0, 9.99)]
+    [0.01, 0.5, 1.0, 0.55, 0.1]
+    """
+    tick = min(_TICKS - 1, int(_TICKS * elapsed / max_seconds))
+    warmup = round(_TICKS * warmup_seconds / max_seconds)
+    return lr_factor(tick, steps=_TICKS, warmup_steps=warmup, schedule=schedule)
 
 
 def _reject_single_batch(name: str, batches: Any) -> None:
@@ -269,11 +288,12 @@ def fit(
     loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
     train_batches: Iterable[Any] | Callable[[], Any],
     *,
-    steps: int,
+    steps: int | None,
     lr: float = 1e-3,
     weight_decay: float = 0.01,
     schedule: str = "constant",
     warmup_steps: int = 0,
+    warmup_seconds: float = 0.0,
     grad_clip: float | None = 1.0,
     optimizer: torch.optim.Optimizer | None = None,
     eval_fn: Callable[[torch.nn.Module], Mapping[str, float]] | None = None,
@@ -282,6 +302,7 @@ def fit(
     device: torch.device | str | None = None,
     progress: bool = True,
     progress_file: TextIO | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> History:
     """Train ``model`` for ``steps`` optimizer steps on ``loss_fn(model, batch)``; return a History.
 
@@ -293,22 +314,28 @@ def fit(
             when it runs out; a generator must last ``steps`` batches) or a
             callable returning a fresh batch. A batch is a tensor or a
             tuple/list/dict of them; its tensors are moved to ``device``.
-        steps: number of optimizer steps.
+        steps: number of optimizer steps; ``None`` to train until
+            ``max_seconds`` runs out, with the schedule driven by time.
         lr, weight_decay: AdamW's settings, used only when ``optimizer`` is None.
         schedule, warmup_steps: ``"constant"`` or ``"cosine"`` after a linear
             warmup; it scales every param group's lr as found at the start
             (see :func:`lr_factor`) and restores it at the end.
+        warmup_seconds: with ``steps=None``, the warmup as seconds of the
+            budget; the schedule is then ``lr_factor`` of the elapsed fraction
+            of ``max_seconds`` (in steps of 1/1000 of the budget).
         grad_clip: clip the gradient norm to this value (None: no clipping).
         optimizer: use this optimizer instead of AdamW.
         eval_fn: ``eval_fn(model) -> {"name": value}``, called in eval mode
             without gradients every ``eval_every`` steps (default: about ten
             times per run) and after the last step.
-        max_seconds: stop after the step that exceeds this wall-clock budget
+        max_seconds: stop after the step that exceeds this time budget
             (evaluation time counts); ``History.stopped_by`` is then ``"time"``.
         device: where to train; default :func:`attnbook.runtime.get_device`.
         progress: show a tqdm bar with the current loss.
         progress_file: stream of the text bar (default ``sys.stdout``, never
             stderr, which nbgrader treats as a failure); ignored by the widget.
+        clock: the seconds counter of ``max_seconds`` and ``History.seconds``
+            (e.g. ``time.process_time`` on a shared machine, or a fake in tests).
 
     >>> from attnbook.runtime import seed_everything
     >>> seed_everything(0)
@@ -319,12 +346,25 @@ def fit(
     ...         eval_fn=lambda m: {"mse": mse(m, (x, y)).item()}, eval_every=100)
     >>> [r["step"] for r in h.evals], h.last["mse"] < 1e-3
     ([100, 200], True)
+
+    A time budget instead of a step count (here a fake clock: each step takes 1 s):
+
+    >>> now = [0.0]
+    >>> def slow_mse(m, b):
+    ...     now[0] += 1.0
+    ...     return mse(m, b)
+    >>> h = fit(model, slow_mse, [(x, y)], steps=None, max_seconds=8, warmup_seconds=2,
+    ...         schedule="cosine", lr=0.01, device="cpu", progress=False, clock=lambda: now[0])
+    >>> len(h.steps), h.stopped_by, [round(v / 0.01, 2) for v in h.lr]  # warmup over 2 s, then cosine
+    (8, 'time', [0.0, 0.5, 1.0, 0.94, 0.77, 0.55, 0.32, 0.16])
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable as loss_fn(model, batch), got {type(loss_fn).__name__}")
-    _positive("steps", steps, int)
+    if steps is None and max_seconds is None:
+        raise ValueError("steps must be a positive int, or None with a max_seconds budget; got neither")
+    _positive("steps", steps, int, allow_none=max_seconds is not None)
     _positive("lr", lr)
     _positive("grad_clip", grad_clip, allow_none=True)
     _positive("max_seconds", max_seconds, allow_none=True)
@@ -333,6 +373,17 @@ def fit(
         raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
     if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
         raise ValueError(f"warmup_steps must be an int >= 0, got {warmup_steps!r}")
+    if steps is None and warmup_steps:
+        raise ValueError("warmup_steps needs steps; a run bounded by max_seconds alone warms up over warmup_seconds")
+    if isinstance(warmup_seconds, bool) or not isinstance(warmup_seconds, (int, float)) or warmup_seconds < 0:
+        raise ValueError(f"warmup_seconds must be a number >= 0, got {warmup_seconds!r}")
+    if warmup_seconds and (steps is not None or warmup_seconds >= max_seconds):
+        raise ValueError(
+            f"warmup_seconds needs steps=None and must be less than max_seconds, got warmup_seconds="
+            f"{warmup_seconds!r} with steps={steps!r}, max_seconds={max_seconds!r}"
+        )
+    if not callable(clock):
+        raise TypeError(f"clock must be a callable returning seconds, got {type(clock).__name__}")
     if eval_fn is not None and not callable(eval_fn):
         raise TypeError(f"eval_fn must be callable as eval_fn(model), got {type(eval_fn).__name__}")
     if eval_every is not None and eval_fn is None:
@@ -340,7 +391,8 @@ def fit(
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     next_batch = _batch_source(train_batches)
-    eval_every = eval_every or max(1, steps // 10)
+    if eval_every is None and steps is not None:
+        eval_every = max(1, steps // 10)  # about ten evaluations; with a time budget, only the last one
 
     device = get_device() if device is None else torch.device(device)
     model.to(device)
@@ -363,11 +415,14 @@ def fit(
         dynamic_ncols=True,
         mininterval=0.5,  # keeps the text output of a notebook cell short
     )
-    start = time.perf_counter()
+    start = clock()
     try:
         model.train()
-        for step in range(1, steps + 1):
-            factor = lr_factor(step - 1, steps=steps, warmup_steps=warmup_steps, schedule=schedule)
+        for step in range(1, steps + 1) if steps is not None else itertools.count(1):
+            if steps is not None:
+                factor = lr_factor(step - 1, steps=steps, warmup_steps=warmup_steps, schedule=schedule)
+            else:
+                factor = _time_factor(clock() - start, max_seconds, warmup_seconds, schedule)
             for group, base_lr in zip(optimizer.param_groups, base_lrs):
                 group["lr"] = base_lr * factor
             batch = to_device(next_batch(step), device)
@@ -388,8 +443,9 @@ def fit(
             bar.set_postfix(shown, refresh=False)
             bar.update(1)
 
-            out_of_time = max_seconds is not None and time.perf_counter() - start >= max_seconds
-            if eval_fn is not None and (step % eval_every == 0 or step == steps or out_of_time):
+            out_of_time = max_seconds is not None and clock() - start >= max_seconds
+            due = eval_every is not None and step % eval_every == 0
+            if eval_fn is not None and (due or step == steps or out_of_time):
                 record = _evaluate_once(model, eval_fn, step)
                 history.evals.append(record)
                 shown.update({k: f"{v:.4g}" for k, v in record.items() if k != "step"})
@@ -400,7 +456,7 @@ def fit(
                 bar.set_description_str(f"train (stopped after {max_seconds:g} s)", refresh=False)
                 break
     finally:
-        history.seconds = time.perf_counter() - start
+        history.seconds = clock() - start
         bar.close()
         model.train(was_training)
         for group, base_lr in zip(optimizer.param_groups, base_lrs):
@@ -432,6 +488,65 @@ def _evaluate_once(
             )
         record[name] = float(value)
     return record
+
+
+# ----------------------------------------------------------------------------- snapshots
+
+
+class Snapshot(NamedTuple):
+    """One copy of the weights kept by :class:`Snapshots`."""
+
+    seconds: float  # clock seconds from the Snapshots' creation to this copy
+    index: int  # the eval_fn call that took it: its step is history.evals[index]["step"]
+    state: dict[str, torch.Tensor]  # a deep copy of model.state_dict()
+
+
+class Snapshots:
+    """An ``eval_fn`` for :func:`fit` that keeps copies of the weights as training goes.
+
+    Make it just before calling ``fit`` (its seconds count from its creation,
+    on ``clock``) and pass it as ``eval_fn`` with an ``eval_every``; it returns
+    no metric. With ``at=None`` every call keeps a copy, in ``taken``. With
+    ``at=[10, 20]`` only the latest copy taken at or before each of those times
+    is kept, in ``latest`` (time -> :class:`Snapshot`), so a long run holds a
+    few copies rather than hundreds. Score the copies after training, outside
+    the budget: ``probe.load_state_dict(snapshot.state)``.
+
+    >>> model = torch.nn.Linear(2, 1)
+    >>> mse = lambda m, b: m(b).pow(2).mean()
+    >>> snaps = Snapshots()
+    >>> h = fit(model, mse, [torch.ones(4, 2)], steps=6, eval_fn=snaps, eval_every=2,
+    ...         device="cpu", progress=False)
+    >>> [h.evals[s.index]["step"] for s in snaps.taken]    # the steps of the copies
+    [2, 4, 6]
+    >>> torch.equal(snaps.taken[-1].state["weight"], model.weight)
+    True
+    """
+
+    def __init__(self, at: Sequence[float] | None = None, *, clock: Callable[[], float] = time.perf_counter) -> None:
+        if at is not None:
+            at = list(at)
+            for value in at:
+                _positive("at", value)
+        self.at = at
+        self.clock = clock
+        self.taken: list[Snapshot] = []
+        self.latest: dict[float, Snapshot] = {}
+        self._calls = 0
+        self._start = clock()
+
+    def __call__(self, model: torch.nn.Module) -> dict[str, float]:
+        seconds, index = self.clock() - self._start, self._calls
+        self._calls += 1
+        pending = None if self.at is None else [t for t in self.at if seconds <= t]
+        if pending == []:
+            return {}  # past every requested time: nothing to keep
+        snapshot = Snapshot(seconds, index, copy.deepcopy(model.state_dict()))
+        if pending is None:
+            self.taken.append(snapshot)
+        for t in pending or ():
+            self.latest[t] = snapshot
+        return {}
 
 
 # ----------------------------------------------------------------------------- evaluation
