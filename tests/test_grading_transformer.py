@@ -58,8 +58,11 @@ def test_hidden_tests_are_not_in_the_released_notebook():
 
 def test_every_part_keeps_its_public_name_and_path():
     for grade_id, (check, _) in EXERCISE.checks.items():
-        assert getattr(grading, check.name) is check is getattr(grading.transformer, check.name), grade_id
+        assert getattr(grading.transformer, check.name) is check, grade_id
         assert check.visible and check.hidden, grade_id
+    for name in grading.__all__:  # the eight first parts are importable from attnbook.grading too, as before
+        if name.startswith("check_") and hasattr(grading.transformer, name):
+            assert getattr(grading, name) is getattr(grading.transformer, name), name
 
 
 def test_student_warning_goes_to_stdout_not_stderr(capfd):

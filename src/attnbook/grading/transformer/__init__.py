@@ -3,30 +3,37 @@
 Each check is a :class:`~attnbook.grading.engine.Part` that compares the
 student's object with a private copy of the reference in
 :mod:`attnbook.attention`, :mod:`attnbook.positional` or
-:mod:`attnbook.transformer` and explains a failure in words, naming the
-mistake students make most where the output matches it. Modules are compared
-by parameter name: the checker builds the student's class and the reference
-with the same sizes, copies the reference's (random) parameters into the
-student's module and compares the outputs in eval mode.
+:mod:`attnbook.transformer` (or with the formula itself) and explains a
+failure in words, naming the mistake students make most where the output
+matches it. Modules are compared by parameter name: the checker builds the
+student's class and the reference with the same sizes, copies the reference's
+(random) parameters into the student's module and compares the outputs in
+eval mode.
 
 The parts, in the notebook's order: :mod:`.sdpa` (scaled dot-product
 attention), :mod:`.sdpa_masks` (the same with masks), :mod:`.masks`,
-:mod:`.positions`, :mod:`.mha`, :mod:`.encoder`, :mod:`.decoder`,
-:mod:`.greedy`; :mod:`._common` holds what several of them share.
+:mod:`.embeddings` (one-hot times E, tied logits), :mod:`.positions`,
+:mod:`.mha`, :mod:`.encoder` (post-norm), :mod:`.prenorm` (the pre-norm
+encoder block), :mod:`.decoder`, :mod:`.loss` (the teacher-forced training
+loss), :mod:`.greedy`; :mod:`._common` holds what several of them share.
 """
 
 from ..fixtures import greedy_test_model
 from .decoder import check_decoder_block
+from .embeddings import check_embeddings
 from .encoder import check_encoder_block
 from .greedy import check_greedy_decode
+from .loss import check_translation_loss
 from .masks import check_masks
 from .mha import check_multi_head_attention
 from .positions import check_sinusoidal_positions
+from .prenorm import check_prenorm_encoder_block
 from .sdpa import check_scaled_dot_product_attention
 from .sdpa_masks import check_attention_masks
 
 __all__ = [
-    "check_scaled_dot_product_attention", "check_attention_masks", "check_masks", "check_sinusoidal_positions",
-    "check_multi_head_attention", "check_encoder_block", "check_decoder_block", "check_greedy_decode",
+    "check_scaled_dot_product_attention", "check_attention_masks", "check_masks", "check_embeddings",
+    "check_sinusoidal_positions", "check_multi_head_attention", "check_encoder_block",
+    "check_prenorm_encoder_block", "check_decoder_block", "check_translation_loss", "check_greedy_decode",
     "greedy_test_model",
 ]

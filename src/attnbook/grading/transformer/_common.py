@@ -98,7 +98,7 @@ def build_beside(cls: object, reference: torch.nn.Module, sizes: tuple, seed: in
     return module, ref
 
 
-# ------------------------------------------------------------------ the two blocks (Parts 6 and 7)
+# ------------------------------------------------------------------ the blocks (Parts 7 to 9)
 
 
 def block_case(seed, B, T, S, d_model, nh, d_ff, tgt_mask=False, memory_mask=False, dtype=torch.float32,
@@ -140,7 +140,7 @@ MODE_MESSAGES = {
     "no_residual": "the residual connection is missing: add the sublayer's input back, LayerNorm(x + Sublayer(x))",
     "norm_inside": "LayerNorm must normalise the sum x + Sublayer(x), not the sublayer's output alone",
 }
-MHA_PROBLEM = ("{name} does not match the reference MultiHeadAttention: fix Part 5 first (or use "
+MHA_PROBLEM = ("{name} does not match the reference MultiHeadAttention: fix Part 6 first (or use "
                "attnbook.attention.MultiHeadAttention in the block)")
 FFN_PROBLEM = "ffn does not match the feed-forward network fc2(relu(fc1(x)))"
 

@@ -1,4 +1,4 @@
-"""Part 7: the class ``DecoderBlock(d_model, num_heads, d_ff)``, ``forward(x, memory, tgt_mask=None,
+"""Part 9: the class ``DecoderBlock(d_model, num_heads, d_ff)``, ``forward(x, memory, tgt_mask=None,
 memory_mask=None)``, against the post-norm :class:`attnbook.transformer.DecoderBlock` with copied weights.
 
 >>> seed, sizes, x, memory, tgt_mask, memory_mask = CHECK.hidden[-1].make()

@@ -1,4 +1,4 @@
-"""Part 6: the class ``EncoderBlock(d_model, num_heads, d_ff)``, ``forward(x, mask=None)``, against the post-norm
+"""Part 7: the class ``EncoderBlock(d_model, num_heads, d_ff)``, ``forward(x, mask=None)``, against the post-norm
 :class:`attnbook.transformer.EncoderBlock` with copied weights.
 
 A wrong output is compared with the block built from the reference's own

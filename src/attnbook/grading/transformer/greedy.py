@@ -1,4 +1,4 @@
-"""Part 8: ``greedy_decode(model, src, bos_id, eos_id, max_len)`` -> the generated ids (B, L), on small random models.
+"""Part 11: ``greedy_decode(model, src, bos_id, eos_id, max_len)`` -> the generated ids (B, L), on small random models.
 
 The models come from :func:`attnbook.grading.fixtures.greedy_test_model`
 (ids 0 padding, 1 BOS, 2 EOS); one case moves the padding to another id.

@@ -1,4 +1,4 @@
-"""Part 5: the class ``MultiHeadAttention(d_model, num_heads)``, ``forward(query, key=None, value=None, mask=None)``
+"""Part 6: the class ``MultiHeadAttention(d_model, num_heads)``, ``forward(query, key=None, value=None, mask=None)``
 -> ``(out, weights)``, against :class:`attnbook.attention.MultiHeadAttention` with copied weights.
 
 A wrong output is compared with multi-head attention computed by hand from

@@ -1,4 +1,4 @@
-"""Part 4: ``sinusoidal_positions(T, d_model)`` -> the (T, d_model) table of interleaved sines and cosines.
+"""Part 5: ``sinusoidal_positions(T, d_model)`` -> the (T, d_model) table of interleaved sines and cosines.
 
 A wrong table is compared with the tables students get most often instead
 (:func:`_pe_variant`), so that the message names the mistake.

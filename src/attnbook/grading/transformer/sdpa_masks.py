@@ -1,5 +1,9 @@
 """Part 2: ``scaled_dot_product_attention(q, k, v, mask)`` with causal, padding and arbitrary boolean masks.
 
+The visible cases hold one mask of each kind, so that the common mistakes
+(a mask the wrong way round, ignored, filled with 0, applied after the
+softmax) show before the hidden cases run.
+
 >>> q, k, v, mask = _padded(0, 2, 3, 5, 4, 2, heads=3)()
 >>> tuple(q.shape), tuple(mask.shape), q.is_contiguous()
 ((2, 3, 3, 4), (2, 1, 1, 5), False)
@@ -46,7 +50,11 @@ def _random_mask(seed, B, T, S, d_k, d_v, dtype=torch.float32):
 
 CHECK = Part(
     name="check_attention_masks",
-    visible=(Case("causal mask", _causal(1, (2,), 4, 8, 3)),),
+    visible=(
+        Case("causal mask", _causal(1, (2,), 4, 8, 3)),
+        Case("padding mask (B, 1, S)", _padded(2, 2, 3, 5, 8, 3)),
+        Case("arbitrary mask (B, T, S)", _random_mask(3, 2, 4, 5, 8, 3)),
+    ),
     hidden=(
         Case("causal mask, heads", _causal(201, (2, 2), 5, 8, 4)),
         Case("causal mask, float64", _causal(202, (1,), 6, 16, 2, torch.float64)),

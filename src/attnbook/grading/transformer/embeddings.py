@@ -1,0 +1,216 @@
+"""Part 4: word embeddings as a product, ``embed(ids, E)`` = one_hot(ids) E, and the tied output layer
+``tied_logits(h, E)`` = h Eᵀ.
+
+``E`` is the (V, d_model) table whose row ``i`` is the vector of word ``i``.
+The check of ``embed`` compares with the row lookup ``E[ids]`` (the same
+numbers) and then makes sure that the answer *is* a product: on a probe table
+with NaN in a row that no id uses, a product of one-hot vectors with ``E``
+gives NaN everywhere (0 × NaN is NaN) while a lookup does not. No √d_model
+scale belongs to either function (the model applies it afterwards).
+
+>>> kind, ids, E = _embed_case(0, 2, 5, 7, 7)()
+>>> kind, tuple(ids.shape), tuple(E.shape), int(ids.max())
+('embed', (2, 5), (7, 7), 6)
+>>> kind, ids, E = _probe_case(1, 2, 4, 9, 6)()
+>>> bool(E[int(ids.max()) + 1:].isnan().all()), bool(E[: int(ids.max()) + 1].isnan().any())
+(True, False)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import torch
+
+from .._compare import close, require_tensor
+from .._core import run_student
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ..steps import require_shape, require_unchanged, snapshot
+from ._common import randn_strided
+
+FORBIDDEN = ("torch.nn.functional.embedding", "torch.nn.Embedding", "torch.embedding")
+
+
+def _ids(g: torch.Generator, B: int, T: int, V: int, top: int | None = None) -> torch.Tensor:
+    """(B, T) ids below ``top`` (default V); the largest allowed id occurs, so the one-hot width shows."""
+    top = V if top is None else top
+    ids = torch.randint(top, (B, T), generator=g)  # (B, T)
+    ids[0, -1] = top - 1
+    return ids
+
+
+def _embed_case(seed, B, T, V, d, dtype=torch.float32, *, top=None, strided=False):
+    """ids (B, T) and E (V, d); ``strided``: E is the transpose of a (d, V) tensor and ids of a (T, B) one."""
+
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        E = randn_strided((V, d), g, dtype, (0, 1) if strided else None)
+        ids = _ids(g, B, T, V, top)
+        return "embed", ids.t().contiguous().t() if strided else ids, E
+
+    return make
+
+
+def _probe_case(seed, B, T, V, d):
+    """ids use words 0 .. V - 3 only; the rows of the two unused words are NaN."""
+
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        E = torch.randn(V, d, generator=g)  # (V, d)
+        E[V - 2:] = float("nan")
+        return "probe", _ids(g, B, T, V, top=V - 2), E
+
+    return make
+
+
+def _tied_case(seed, B, T, V, d, dtype=torch.float32, *, strided=False):
+    """h (B, T, d) and E (V, d); ``strided``: h is a (T, B, d) tensor transposed, E a (d, V) one."""
+
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        h = randn_strided((B, T, d), g, dtype, (0, 1) if strided else None)
+        E = randn_strided((V, d), g, dtype, (0, 1) if strided else None) / math.sqrt(d)
+        return "tied", h, E
+
+    return make
+
+
+# ------------------------------------------------------------------ diagnosis
+
+
+def _rows(E: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Row ``ids[b, t]`` of ``E`` for every position, zeros where the id falls outside 0 .. V - 1."""
+    V = E.shape[0]
+    inside = (ids >= 0) & (ids < V)
+    return E.double()[ids.clamp(0, V - 1)] * inside[..., None]  # (B, T, d)
+
+
+def _embed_problem(out: torch.Tensor, ids: torch.Tensor, E: torch.Tensor) -> str:
+    d = E.shape[1]
+    known = [
+        ("the embeddings were multiplied by sqrt(d_model): this part asks for E x̃ alone (the model scales "
+         "the embeddings itself, afterwards)", lambda: _rows(E, ids) * math.sqrt(d)),
+        ("the embeddings were divided by sqrt(d_model): this part asks for E x̃ alone, with no scale",
+         lambda: _rows(E, ids) / math.sqrt(d)),
+        ("each id selects the wrong row, one off: id i is the one-hot vector with its 1 at position i "
+         "(counting from 0), which selects row i of E", lambda: _rows(E, ids - 1)),
+        ("each id selects the wrong row, one off: id i is the one-hot vector with its 1 at position i "
+         "(counting from 0), which selects row i of E", lambda: _rows(E, ids + 1)),
+    ]
+    if E.shape[0] == d:
+        known.insert(0, ("the word vectors are the rows of E, shape (V, d_model): the result is one_hot(ids) @ E "
+                         "(row ids[t] of E), not E times a one-hot column (a column of E)",
+                         lambda: _rows(E.t(), ids)))
+    for message, compute in known:
+        if close(out.detach().double(), compute(), E.dtype):
+            return message
+    return "the embeddings differ from one_hot(ids) @ E: each position gets the row of E that its id selects"
+
+
+def _explain_width(fn: Callable, ids: torch.Tensor, E: torch.Tensor, err: CheckFailed) -> None:
+    """If ``embed`` failed because its one-hot width came from the ids, not from E, say so."""
+    width = int(ids.max()) + 1
+    if width == E.shape[0] or "not implemented" in str(err) or "reference implementation" in str(err):
+        return
+    try:
+        run_student(fn, ids, E[:width], what="embed")
+    except CheckFailed:
+        return
+    raise CheckFailed("embed fails when the largest id is below V - 1: the one-hot vectors need V = E.shape[0] "
+                      "entries, one per word of the vocabulary (F.one_hot(ids) alone makes ids.max() + 1)") from None
+
+
+def _check_embed(fn: Callable, ids: torch.Tensor, E: torch.Tensor, *, probe: bool = False) -> None:
+    before = snapshot(ids, E)
+    try:
+        result = run_student(fn, ids, E, what="embed")
+    except CheckFailed as err:
+        _explain_width(fn, ids, E, err)
+        raise
+    out = require_tensor(result, "the result of embed(ids, E)")
+    require_unchanged(before[:1], ids, message="embed changed ids in place; build new tensors instead")
+    if not probe:
+        require_unchanged(before[1:], E, message="embed changed E in place; build new tensors instead")
+    B, T = ids.shape
+    if tuple(out.shape) in ((B, E.shape[1], T), (E.shape[1], B, T)):
+        raise CheckFailed("the word vectors come out along the wrong axis: embed should return (B, T, d_model), "
+                          "one row vector per token (one-hot rows (B, T, V) times E (V, d_model))")
+    require_shape(out, (B, T, E.shape[1]), "embed should return (B, T, d_model): one vector of E per token")
+    if out.dtype != E.dtype:
+        raise CheckFailed(f"for a {E.dtype} table E the embeddings should be {E.dtype} too: make the one-hot "
+                          "vectors in E's dtype")
+    if probe:
+        if torch.isfinite(out).all():
+            raise CheckFailed("embed looks up rows (E[ids], index_select, ...) instead of multiplying one-hot vectors "
+                              "with E: a product reads every row of E, so a NaN in a row no id uses must show "
+                              "in the result")
+        return
+    if not close(out, E[ids]):
+        raise CheckFailed(_embed_problem(out, ids, E))
+
+
+def _check_tied(fn: Callable, h: torch.Tensor, E: torch.Tensor) -> None:
+    before = snapshot(h, E)
+    out = require_tensor(run_student(fn, h, E, what="tied_logits"), "the result of tied_logits(h, E)")
+    require_unchanged(before, h, E, message="tied_logits changed h or E in place; build new tensors instead")
+    B, T, d = h.shape
+    V = E.shape[0]
+    require_shape(out, (B, T, V), "tied_logits should return (B, T, V): one score per word of the vocabulary")
+    if out.dtype != h.dtype:
+        raise CheckFailed(f"for {h.dtype} inputs the logits should be {h.dtype} too")
+    expected = h.double() @ E.double().t()  # (B, T, V)
+    if close(out, expected, h.dtype):
+        return
+    known = [
+        ("the logits were scaled by sqrt(d_model): the tied output layer is h Eᵀ, with no scale",
+         expected * math.sqrt(d)),
+        ("the logits were divided by sqrt(d_model): the tied output layer is h Eᵀ, with no scale",
+         expected / math.sqrt(d)),
+        ("tied_logits should return the logits (scores), not probabilities: leave the softmax to the loss",
+         torch.softmax(expected, -1)),
+        ("tied_logits should return the logits (scores), not log-probabilities: leave the log-softmax to the loss",
+         torch.log_softmax(expected, -1)),
+    ]
+    if V == d:
+        known.insert(0, ("the logits are h E, not h Eᵀ: the score of word i is the dot product of h with row i "
+                         "of E, so multiply by the transpose", h.double() @ E.double()))
+    for message, variant in known:
+        if close(out.detach().double(), variant, h.dtype):
+            raise CheckFailed(message)
+    raise CheckFailed("the logits differ from h Eᵀ: the score of word i is the dot product of h with row i of E")
+
+
+def _check(embed_fn: Callable, tied_fn: Callable) -> Callable:
+    """check_one(kind, *args): "embed" and "probe" check embed, "tied" checks tied_logits."""
+    checks = {"embed": functools.partial(_check_embed, embed_fn),
+              "probe": functools.partial(_check_embed, embed_fn, probe=True),
+              "tied": functools.partial(_check_tied, tied_fn)}
+    return lambda kind, *args: checks[kind](*args)
+
+
+CHECK = Part(
+    name="check_embeddings",
+    visible=(
+        Case("embeddings", _embed_case(401, 2, 5, 8, 8)),
+        Case("embeddings, a longer vocabulary", _embed_case(402, 3, 4, 11, 6)),
+        Case("embeddings are a product with E", _probe_case(403, 2, 5, 9, 4)),
+        Case("tied logits", _tied_case(404, 2, 3, 6, 6)),
+        Case("tied logits, a longer vocabulary", _tied_case(405, 2, 4, 10, 4)),
+    ),
+    hidden=(
+        Case("embeddings, ids below the last word", _embed_case(411, 3, 6, 12, 8, top=7), weight=2.0),
+        Case("embeddings, batch of one, one token", _embed_case(412, 1, 1, 5, 4)),
+        Case("embeddings, float64", _embed_case(413, 2, 5, 9, 6, torch.float64)),
+        Case("embeddings, non-contiguous ids and E", _embed_case(414, 3, 4, 7, 5, strided=True)),
+        Case("embeddings are a product with E, batch of one", _probe_case(415, 1, 3, 6, 8)),
+        Case("tied logits, batch of one, one position", _tied_case(416, 1, 1, 7, 4)),
+        Case("tied logits, float64", _tied_case(417, 2, 3, 8, 8, torch.float64), weight=2.0),
+        Case("tied logits, non-contiguous h and E", _tied_case(418, 3, 5, 9, 6, strided=True)),
+    ),
+    check=_check,
+    forbidden=FORBIDDEN,
+)
+check_embeddings = CHECK

@@ -1,0 +1,140 @@
+"""Part 8: the class ``PreNormEncoderBlock(d_model, num_heads, d_ff, dropout=0.0)``, ``forward(x, mask=None)``,
+against :class:`attnbook.transformer.EncoderBlock` with ``norm_first=True`` and copied weights.
+
+Pre-norm is ``x + Sublayer(LayerNorm(x))`` for both sublayers. A wrong
+output is compared with the block built from the reference's own sublayers in
+the ways students get it wrong (:func:`_variant`: post-norm, a norm after the
+add as well, one norm shared, the residual path normalised, a norm over the
+wrong axis), and an output that changes between two calls in eval mode is
+dropout left on.
+
+>>> seed, sizes, x, _, mask, _ = _case(3, 2, 5, 8, 2, 16, 0.1, mask=True)()
+>>> sizes, tuple(x.shape), tuple(mask.shape)
+((8, 2, 16, 0.1), (2, 5, 8), (2, 1, 5))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .._compare import close
+from ..engine import Case, Part
+from ..errors import CheckFailed
+from ._common import (
+    FFN_PROBLEM, FORBIDDEN_BLOCKS, MHA_PROBLEM, TR, block_case, build_beside, first_match, run_block,
+    sublayer_problem,
+)
+
+
+def _case(seed, B, T, d_model, nh, d_ff, dropout=0.0, *, mask=False, dtype=torch.float32, swap=False):
+    """An encoder case of :func:`._common.block_case` whose sizes end with the dropout rate."""
+    make_block = block_case(seed, B, T, None, d_model, nh, d_ff, tgt_mask=mask, dtype=dtype, swap=swap)
+
+    def make():
+        seed_, sizes, x, memory, m1, m2 = make_block()
+        return seed_, (*sizes, dropout), x, memory, m1, m2
+
+    return make
+
+
+def _axis_norm(norm: torch.nn.LayerNorm, dim: int) -> Callable:
+    """``norm``'s gain and bias, but the statistics taken over axis ``dim`` (time or batch) instead of features."""
+    def apply(h):
+        mean, var = h.mean(dim, keepdim=True), h.var(dim, keepdim=True, unbiased=False)
+        return (h - mean) / torch.sqrt(var + norm.eps) * norm.weight + norm.bias
+    return apply
+
+
+def _variant(x, subs, norms, mode):
+    """Pre-norm blocks as students get them wrong, built from the reference's sublayers and norms."""
+    for f, norm in zip(subs, norms):
+        if mode == "post":
+            x = norm(x + f(x))  # the paper's post-norm
+        elif mode == "norm_after_add":
+            x = norm(x + f(norm(x)))  # normalised before and after
+        elif mode == "residual_normalised":
+            x = norm(x)
+            x = x + f(x)  # the residual path carries LN(x), not x
+        elif mode == "no_residual":
+            x = f(norm(x))
+        else:  # "pre"
+            x = x + f(norm(x))
+    return x
+
+
+_MODES = (
+    ("post", "looks like post-norm, LayerNorm(x + Sublayer(x)): this block is pre-norm, x + Sublayer(LayerNorm(x)), "
+             "the norm inside the residual branch, before the sublayer"),
+    ("norm_after_add", "LayerNorm is applied after the residual add as well: pre-norm normalises only the "
+                       "sublayer's input, x + Sublayer(LayerNorm(x)), and leaves the sum as it is"),
+    ("residual_normalised", "the residual path is normalised too (x = LayerNorm(x), then x + Sublayer(x)): pre-norm "
+                            "adds the sublayer's output to the un-normalised x, x + Sublayer(LayerNorm(x))"),
+    ("no_residual", "the residual connection is missing: add the sublayer's output to its input, "
+                    "x + Sublayer(LayerNorm(x))"),
+)
+
+
+def _check(cls: Callable) -> Callable:
+    what = "PreNormEncoderBlock"
+
+    def check_one(seed, sizes, x, _memory, mask, _unused):
+        *dims, dropout = sizes
+        module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=dropout, norm_first=True), sizes, seed,
+                                   x.dtype, what)
+        out, expected = run_block(module, ref, x, (), {"mask": mask}, what)
+        if close(out, expected):
+            return
+        again, _ = run_block(module, ref, x, (), {"mask": mask}, what)
+        if not torch.equal(out, again):
+            raise CheckFailed("the output changes from one call to the next in eval mode: dropout must be off "
+                              "after model.eval() (use nn.Dropout modules, or F.dropout(x, p, self.training))")
+        problem = sublayer_problem(module, (
+            ("self_attn", ref.self_attn, (x,), {} if mask is None else {"mask": mask},
+             MHA_PROBLEM.format(name="self_attn")),
+            ("ffn", ref.ffn, (x,), {}, FFN_PROBLEM),
+        ))
+        if problem:
+            raise CheckFailed(problem)
+        sa = lambda h, m=mask: ref.self_attn(h, mask=m)[0]  # noqa: E731
+        subs, norms = (sa, ref.ffn), (ref.norm1, ref.norm2)
+        variants = [(message, lambda mode=mode: _variant(x, subs, norms, mode)) for mode, message in _MODES]
+        variants += [
+            ("one LayerNorm serves both sublayers: each has its own, norm1 before the self-attention and norm2 "
+             "before the feed-forward network", lambda: _variant(x, subs, (ref.norm1, ref.norm1), "pre")),
+            ("the norms are swapped: norm1 goes before the self-attention and norm2 before the feed-forward network",
+             lambda: _variant(x, subs, norms[::-1], "pre")),
+            ("the mask is not passed to the self-attention: padding keys must stay hidden",
+             lambda: _variant(x, (lambda h: ref.self_attn(h)[0], ref.ffn), norms, "pre")),
+        ]
+        variants += [
+            ("LayerNorm normalises each position's features (the last axis, d_model), not across "
+             f"{axis}: use nn.LayerNorm(d_model)",
+             lambda dim=dim: _variant(x, subs, [_axis_norm(n, dim) for n in norms], "pre"))
+            for axis, dim in (("the positions", 1), ("the batch", 0))
+        ]
+        raise first_match(out, variants, "the output differs from the pre-norm block: x = x + SelfAttention("
+                          "LayerNorm1(x)), then x = x + FeedForward(LayerNorm2(x))")
+
+    return check_one
+
+
+CHECK = Part(
+    name="check_prenorm_encoder_block",
+    visible=(
+        Case("no mask", _case(801, 2, 5, 8, 2, 16)),
+        Case("padding mask", _case(802, 3, 4, 8, 2, 16, mask=True)),
+    ),
+    hidden=(
+        Case("padding mask, dropout 0.1 (eval mode)", _case(803, 3, 6, 12, 3, 24, 0.1, mask=True), weight=2.0),
+        Case("batch of one, odd length", _case(804, 1, 7, 8, 4, 8)),
+        Case("one position", _case(805, 2, 1, 8, 2, 16)),
+        Case("float64 with a padding mask", _case(806, 2, 5, 16, 2, 32, mask=True, dtype=torch.float64)),
+        Case("batch of one, one position, padding mask", _case(807, 1, 1, 8, 2, 16, 0.2, mask=True)),
+        Case("non-contiguous x, padding mask, dropout 0.3", _case(808, 3, 4, 8, 2, 16, 0.3, mask=True, swap=True)),
+    ),
+    check=_check,
+    forbidden=FORBIDDEN_BLOCKS,
+)
+check_prenorm_encoder_block = CHECK
