@@ -271,3 +271,16 @@ def test_tokenizer_libraries_are_forbidden_where_they_would_do_the_work():
 
     with pytest.raises(CheckFailed, match="calls the reference implementation"):
         checks.check_train_bpe(train_bpe)
+
+
+def test_the_rust_tokenizer_is_trapped_in_the_notebook_too():
+    from tokenizers import Tokenizer, models, trainers
+
+    def train_bpe(text, vocab_size):
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.train_from_iterator([text], trainers.BpeTrainer(vocab_size=vocab_size))
+        return {}
+
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        checks.check_train_bpe(train_bpe)
+    assert Tokenizer(models.BPE()) is not None  # the trap is gone after the check

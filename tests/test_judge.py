@@ -135,3 +135,34 @@ def test_the_worker_package_lacks_the_forbidden_code_and_the_checks():
     assert "attnbook.grading.fixtures" in sources and "attnbook.grading.engine" not in sources
     assert not any(name.startswith("attnbook.grading.transformer") for name in sources)
     assert "attnbook" in packages and math.isfinite(len(sources))
+
+
+def _token_count(seed):
+    return lambda: ("aaabdaaabac" * (seed + 1),)
+
+
+def _check_count(fn):
+    def one(text):
+        if run_student(fn, text, what="count") != len(text):
+            raise CheckFailed("the count is wrong")
+    return one
+
+
+TOKENIZER_PART = Part("check_count", (Case("visible", _token_count(0)),), (Case("a", _token_count(1)),),
+                      _check_count, forbidden=("tokenizers.Tokenizer", "tokenizers.models.BPE"))
+
+
+@pytest.mark.parametrize("route", ["tokenizers.Tokenizer", "tokenizers.tokenizers.Tokenizer"])
+def test_a_compiled_class_is_trapped_under_every_name(route, tmp_path, monkeypatch):
+    """tokenizers' Tokenizer is Rust: its methods cannot be replaced, so each name it has is."""
+    source = (f"import tokenizers, tokenizers.models\ndef count(text):\n"
+              f"    {route}(tokenizers.models.BPE())\n    return len(text)")
+    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "20")
+    worker = judge.open_worker(tmp_path, [ROOT])
+    try:
+        calls = [judge.TestCall(TOKENIZER_PART, ("count",), None), judge.TestCall(TOKENIZER_PART, ("count",), 2)]
+        result = judge.judge_part(worker, [source], calls, 2)
+    finally:
+        worker.close()
+    assert result.score == 0 and "calls the reference implementation" in result.message
+    assert worker.called

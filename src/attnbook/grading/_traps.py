@@ -74,7 +74,8 @@ def references_trapped(fn: Callable, forbidden: Sequence[str]):
     inheriting from the class or calling ``Class.forward(self, ...)`` all
     fail. Only the real reference is trapped: a class found under that name
     that was defined in the notebook (``__module__`` outside the reference's
-    package) is left alone.
+    package) is left alone. A compiled class (``tokenizers.Tokenizer``), whose
+    methods cannot be replaced, is trapped by name, like a function.
     """
     restore: list[tuple[object, str, object, bool]] = []  # (holder, key, old value, is mapping)
 
@@ -99,15 +100,17 @@ def references_trapped(fn: Callable, forbidden: Sequence[str]):
         for path in forbidden:
             owner, attr = _resolve(path)
             original = getattr(owner, attr)
-            if isinstance(original, type):
-                if not original.__module__.startswith(path.split(".", 1)[0]):
-                    continue  # not the reference: a class of the notebook's own under that name
+            if isinstance(original, type) and not original.__module__.startswith(path.split(".", 1)[0]):
+                continue  # not the reference: a class of the notebook's own under that name
+            methods = {key: value for key, value in vars(original).items()
+                       if isinstance(value, types.FunctionType)} if isinstance(original, type) else {}
+            if methods:
                 trap = make_trap(path)
-                for key, value in list(vars(original).items()):
-                    if isinstance(value, types.FunctionType):
-                        swap(original, key, trap, mapping=False)
-                        traps[id(value)] = trap
+                for key, value in methods.items():
+                    swap(original, key, trap, mapping=False)
+                    traps[id(value)] = trap
                 continue
+            # a function, or a compiled class whose methods cannot be replaced: the name itself is trapped
             trap = make_trap(path)
             swap(owner, attr, trap, mapping=False)
             traps[id(original)] = trap

@@ -73,7 +73,14 @@ def refuse_kernels(names: list) -> object:
 
 
 def trap_torch(paths: list) -> None:
-    """Replace torch functions (and every method of torch classes) named in ``paths`` by stubs."""
+    """Replace the non-attnbook references named in ``paths`` (torch's, tokenizers', ...) by stubs.
+
+    A function is replaced in its module; a Python class keeps its name and
+    every method it defines becomes a stub. A compiled class (``tokenizers``'
+    Rust ``Tokenizer``, whose methods cannot be replaced) is replaced by the
+    stub under every name a loaded module gives it (``tokenizers.Tokenizer``
+    is also ``tokenizers.tokenizers.Tokenizer``).
+    """
     import importlib
     import types
 
@@ -85,10 +92,16 @@ def trap_torch(paths: list) -> None:
         def stub(*args, _path=path, **kwargs):
             _wire.reference_called(_path)
 
-        if isinstance(original, type):
-            for key, value in list(vars(original).items()):
-                if isinstance(value, types.FunctionType):
-                    setattr(original, key, stub)
+        methods = [key for key, value in vars(original).items() if isinstance(value, types.FunctionType)] \
+            if isinstance(original, type) else []
+        if methods:
+            for key in methods:
+                setattr(original, key, stub)
+        elif isinstance(original, type):
+            for module in list(sys.modules.values()):
+                for key, value in list(getattr(module, "__dict__", {}).items()):
+                    if value is original:
+                        setattr(module, key, stub)
         else:
             setattr(owner, attr, stub)
 
