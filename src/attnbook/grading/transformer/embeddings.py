@@ -110,17 +110,25 @@ def _embed_problem(out: torch.Tensor, ids: torch.Tensor, E: torch.Tensor) -> str
     return "the embeddings differ from one_hot(ids) @ E: each position gets the row of E that its id selects"
 
 
-def _explain_width(fn: Callable, ids: torch.Tensor, E: torch.Tensor, err: CheckFailed) -> None:
-    """If ``embed`` failed because its one-hot width came from the ids, not from E, say so."""
+def _explain_failure(fn: Callable, ids: torch.Tensor, E: torch.Tensor, err: CheckFailed) -> None:
+    """If ``embed`` failed because of its one-hot vectors' width or dtype, and works once they fit, say so."""
+    if "not implemented" in str(err) or "reference implementation" in str(err):
+        return
     width = int(ids.max()) + 1
-    if width == E.shape[0] or "not implemented" in str(err) or "reference implementation" in str(err):
-        return
-    try:
-        run_student(fn, ids, E[:width], what="embed")
-    except CheckFailed:
-        return
-    raise CheckFailed("embed fails when the largest id is below V - 1: the one-hot vectors need V = E.shape[0] "
-                      "entries, one per word of the vocabulary (F.one_hot(ids) alone makes ids.max() + 1)") from None
+    retries = []
+    if width != E.shape[0]:
+        retries.append((E[:width], "embed fails when the largest id is below V - 1: the one-hot vectors need "
+                        "V = E.shape[0] entries, one per word of the vocabulary (F.one_hot(ids) alone makes "
+                        "ids.max() + 1)"))
+    if E.dtype != torch.float32:
+        retries.append((E.float(), f"embed fails for a {E.dtype} table E and works for float32: make the one-hot "
+                        "vectors in E's dtype (.to(E.dtype)), not float32"))
+    for table, message in retries:
+        try:
+            run_student(fn, ids, table, what="embed")
+        except CheckFailed:
+            continue
+        raise CheckFailed(message) from None
 
 
 def _check_embed(fn: Callable, ids: torch.Tensor, E: torch.Tensor, *, probe: bool = False) -> None:
@@ -128,7 +136,7 @@ def _check_embed(fn: Callable, ids: torch.Tensor, E: torch.Tensor, *, probe: boo
     try:
         result = run_student(fn, ids, E, what="embed")
     except CheckFailed as err:
-        _explain_width(fn, ids, E, err)
+        _explain_failure(fn, ids, E, err)
         raise
     out = require_tensor(result, "the result of embed(ids, E)")
     require_unchanged(before[:1], ids, message="embed changed ids in place; build new tensors instead")
