@@ -22,15 +22,73 @@ def positive_int(name: str, value: object) -> int:
     return value
 
 
+def an_int(name: str, value: object) -> int:
+    """``value`` if it is an int (not a bool); a ``TypeError`` otherwise.
+
+    >>> an_int("seed", 1.0)
+    Traceback (most recent call last):
+    ...
+    TypeError: seed must be an int, got float 1.0
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    return value
+
+
+def int_at_least(name: str, value: object, low: int) -> int:
+    """``value`` if it is an int >= ``low`` (``positive_int`` is ``low = 1``).
+
+    >>> int_at_least("n_layers", -1, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_layers must be an int >= 0, got -1
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return value
+
+
+def int_in_range(name: str, value: object, low: int, high: int, meaning: str = "") -> int:
+    """``value`` if it is an int in ``low .. high`` (both included); ``meaning`` explains the range.
+
+    >>> int_in_range("k", 5, 0, 4, " (the number of encoder layers)")
+    Traceback (most recent call last):
+    ...
+    ValueError: k must be an int in 0 .. 4 (the number of encoder layers), got 5
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{name} must be an int in {low} .. {high}{meaning}, got {value!r}")
+    return value
+
+
+def number_in(name: str, value: object, low: float, high: float, ends: str = "[)") -> float:
+    """``value`` as a float if it is a number between ``low`` and ``high``.
+
+    ``ends`` says which ends belong to the interval, as in ``"[)"`` (the
+    default), ``"(]"``, ``"[]"`` or ``"()"``.
+
+    >>> number_in("top_p", 0, 0, 1, "(]")
+    Traceback (most recent call last):
+    ...
+    ValueError: top_p must be a number in (0, 1], got 0
+    """
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        above = value >= low if ends[0] == "[" else value > low
+        below = value <= high if ends[1] == "]" else value < high
+        ok = above and below
+    if not ok:
+        raise ValueError(f"{name} must be a number in {ends[0]}{low:g}, {high:g}{ends[1]}, got {value!r}")
+    return float(value)
+
+
 def dropout_rate(value: object) -> float:
     """``value`` as a float if it is a probability in [0, 1).
 
     >>> dropout_rate(0)
     0.0
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-        raise ValueError(f"dropout must be a number in [0, 1), got {value!r}")
-    return float(value)
+    return number_in("dropout", value, 0.0, 1.0)
 
 
 def token_ids(name: str, ids: object, vocab_size: int | None = None, dim: int | None = None) -> torch.Tensor:

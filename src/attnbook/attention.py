@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnbook._checks import dropout_rate, number_in, positive_int
+
 __all__ = [
     "scaled_dot_product_attention",
     "fused_attention",
@@ -135,8 +137,7 @@ def fused_attention(
     _check_qkv(q, k, v, mask)
     if is_causal and mask is not None:
         raise ValueError("pass either mask or is_causal=True, not both (combine them into one mask)")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
+    number_in("dropout_p", dropout_p, 0.0, 1.0)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)
 
 
@@ -148,8 +149,7 @@ def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tenso
             [ True,  True, False],
             [ True,  True,  True]])
     """
-    if not isinstance(T, int) or isinstance(T, bool) or T < 1:
-        raise ValueError(f"T must be a positive int, got {T!r}")
+    positive_int("T", T)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
@@ -212,15 +212,13 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
         for name, value in (("d_model", d_model), ("num_heads", num_heads)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(name, value)
         if d_model % num_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by num_heads (each head gets d_model / num_heads "
                 f"features), got d_model={d_model} and num_heads={num_heads}"
             )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        dropout_rate(dropout)
         self.d_model = d_model
         self.num_heads = num_heads
         self.head_size = d_model // num_heads
@@ -505,8 +503,7 @@ class AdditiveAttention(_AlignmentAttention):
         super().__init__()
         attn_size = query_size if attn_size is None else attn_size
         for name, value in (("query_size", query_size), ("key_size", key_size), ("attn_size", attn_size)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(name, value)
         self.query_size, self.key_size, self.attn_size = query_size, key_size, attn_size
         self.W = nn.Linear(query_size, attn_size, bias=False)  # W s: the decoder state's part
         self.U = nn.Linear(key_size, attn_size, bias=True)  # U z_j + b: the keys' part, once per sequence
@@ -559,8 +556,7 @@ class LuongAttention(_AlignmentAttention):
     def __init__(self, query_size: int, key_size: int, *, method: str = "general") -> None:
         super().__init__()
         for name, value in (("query_size", query_size), ("key_size", key_size)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(name, value)
         if method not in ("dot", "general"):
             raise ValueError(f"method must be 'dot' or 'general', got {method!r}")
         if method == "dot" and query_size != key_size:

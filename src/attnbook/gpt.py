@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnbook._checks import dropout_rate, positive_int, token_ids
+from attnbook._checks import dropout_rate, int_at_least, positive_int, token_ids
 from attnbook.attention import causal_mask, fused_attention, scaled_dot_product_attention
 from attnbook.positional import LearnedPositions
 
@@ -708,8 +708,7 @@ def generate(
         raise ValueError(
             f"ids must have shape (B, T) or (T,) with at least one token, got {tuple(ids.shape)}"
         )
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+    int_at_least("max_new_tokens", max_new_tokens, 0)
     _check_sampling(temperature, top_k, top_p)
     token_ids("ids", ids, model.config.vocab_size)
     greedy = greedy or temperature == 0

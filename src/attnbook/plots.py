@@ -29,7 +29,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from attnbook._checks import positive_int
+from attnbook._checks import int_in_range, positive_int
 
 __all__ = [
     "attention_heatmap",
@@ -260,8 +260,7 @@ def alignment_step(
     T, S = w.shape
     xl = _labels("x_labels", x_labels, S, "columns (keys, S)")
     yl = _labels("y_labels", y_labels, T, "rows (queries, T)")
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < T:
-        raise ValueError(f"step must be an int in 0 .. {T - 1} (one per output row), got {step!r}")
+    int_in_range("step", step, 0, T - 1, " (one per output row)")
     if fig is None:
         fig = plt.figure(figsize=(min(3.0 + 0.25 * S, 13), min(3.5 + 0.22 * T, 10)), layout="constrained")
     ax_row, ax_map = fig.subplots(2, 1, height_ratios=[1, max(1.5, 0.12 * T)])

@@ -13,6 +13,8 @@ import random
 import numpy as np
 import torch
 
+from attnbook._checks import an_int
+
 _DEVICE_ENV = "ATTNBOOK_DEVICE"
 
 
@@ -52,8 +54,7 @@ def seed_everything(seed: int) -> None:
     >>> bool(torch.equal(a, torch.rand(1)))
     True
     """
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    an_int("seed", seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

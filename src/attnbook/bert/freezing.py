@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from torch import nn
 
+from attnbook._checks import int_in_range
+
 from .model import BertModel
 
 __all__ = ["freeze_all_but_top"]
@@ -43,8 +45,7 @@ def freeze_all_but_top(model: nn.Module, k: int) -> int:
     """
     bert = _encoder_of(model)
     n_layers = len(bert.encoder.layer)
-    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= n_layers:
-        raise ValueError(f"k must be an int in 0 .. {n_layers} (the number of encoder layers), got {k!r}")
+    int_in_range("k", k, 0, n_layers, " (the number of encoder layers)")
     for p in model.parameters():
         p.requires_grad_(True)
     frozen = [bert.embeddings, *bert.encoder.layer[: n_layers - k]]

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import torch
 import torch.nn.functional as F
 
-from attnbook._checks import positive_int, token_ids
+from attnbook._checks import number_in, positive_int, token_ids
 
 __all__ = ["IGNORE_INDEX", "mask_tokens", "mlm_loss"]
 
@@ -53,10 +53,7 @@ def mask_tokens(
     tensor([[-100, -100,   11,   12,   13, -100, -100]])
     """
     ids = token_ids("ids", ids, vocab_size=positive_int("vocab_size", vocab_size))
-    if isinstance(mlm_probability, bool) or not isinstance(mlm_probability, (int, float)) or not (
-        0.0 < mlm_probability <= 1.0
-    ):
-        raise ValueError(f"mlm_probability must be a number in (0, 1], got {mlm_probability!r}")
+    number_in("mlm_probability", mlm_probability, 0.0, 1.0, "(]")
     if not isinstance(mask_id, int) or not 0 <= mask_id < vocab_size:
         raise ValueError(f"mask_id must be an id in 0 .. {vocab_size - 1}, got {mask_id!r}")
     special = sorted({int(i) for i in special_ids} | {mask_id})

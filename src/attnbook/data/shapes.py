@@ -18,6 +18,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from attnbook._checks import int_at_least
+
 __all__ = ["SQUARE_COLOURS", "SquareScenes", "make_square_scenes"]
 
 # Label -> (name, RGB in 0..1). Three saturated colours a small CNN separates easily.
@@ -34,12 +36,6 @@ class SquareScenes(NamedTuple):
     images: torch.Tensor  # (n, 3, S, S) float32 in 0..1
     boxes: list[torch.Tensor]  # n tensors (k_i, 4): (cx, cy, w, h) in 0..1
     labels: list[torch.Tensor]  # n tensors (k_i,) int64 in 0..len(SQUARE_COLOURS)-1
-
-
-def _check_int(name: str, value: object, low: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return value
 
 
 def _place(rng: np.random.Generator, taken: np.ndarray, side: int) -> tuple[int, int] | None:
@@ -75,12 +71,12 @@ def make_square_scenes(
     >>> all(1 <= len(b) <= 3 and len(b) == len(l) for b, l in zip(scenes.boxes, scenes.labels))
     True
     """
-    _check_int("n", n, 1)
-    _check_int("seed", seed, 0)
-    _check_int("img_size", img_size, 4)
-    _check_int("max_objects", max_objects, 1)
-    _check_int("min_side", min_side, 1)
-    _check_int("max_side", max_side, min_side)
+    int_at_least("n", n, 1)
+    int_at_least("seed", seed, 0)
+    int_at_least("img_size", img_size, 4)
+    int_at_least("max_objects", max_objects, 1)
+    int_at_least("min_side", min_side, 1)
+    int_at_least("max_side", max_side, min_side)
     if max_side > img_size // 2:
         raise ValueError(f"max_side must be at most img_size // 2 = {img_size // 2}, got {max_side}")
     if not isinstance(noise, (int, float)) or isinstance(noise, bool) or noise < 0:

@@ -21,6 +21,8 @@ from typing import Any, Generic, Iterator, Sequence, TypeVar
 import numpy as np
 import torch
 
+from attnbook._checks import an_int, int_at_least
+
 T = TypeVar("T")
 
 
@@ -49,8 +51,7 @@ def split_sizes(n: int, fractions: Sequence[float] = (0.8, 0.1, 0.1)) -> tuple[i
     >>> split_sizes(7, (0.5, 0.25, 0.25))
     (5, 1, 1)
     """
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    int_at_least("n", n, 0)
     fractions = tuple(fractions)
     if len(fractions) != 3:
         raise ValueError(f"fractions must be 3 numbers (train, val, test), got {len(fractions)}: {fractions!r}")
@@ -70,8 +71,7 @@ def split_indices(
     >>> split_indices(5, (0.6, 0.2, 0.2), shuffle=False)
     Split(train=[0, 1, 2], val=[3], test=[4])
     """
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+    an_int("seed", seed)
     n_train, n_val, _ = split_sizes(n, fractions)
     order = list(range(n))
     if shuffle:

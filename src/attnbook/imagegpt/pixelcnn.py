@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnbook._checks import positive_int, token_ids
+from attnbook._checks import int_at_least, positive_int, token_ids
 
 __all__ = ["pixelcnn_mask", "MaskedConv2d", "PixelCNN"]
 
@@ -103,8 +103,7 @@ class PixelCNN(nn.Module):
         super().__init__()
         self.vocab_size = positive_int("vocab_size", vocab_size)
         positive_int("channels", channels)
-        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 0:
-            raise ValueError(f"n_layers must be an int >= 0, got {n_layers!r}")
+        int_at_least("n_layers", n_layers, 0)
         self.embed = nn.Embedding(vocab_size, channels)
         self.first = MaskedConv2d(channels, channels, first_kernel, "A")
         self.layers = nn.ModuleList(MaskedConv2d(channels, channels, 3, "B") for _ in range(n_layers))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from attnbook._checks import positive_int, token_ids
+from attnbook._checks import int_in_range, positive_int, token_ids
 
 from .model import ImageGPT
 
@@ -40,8 +40,7 @@ def layer_features(model: ImageGPT, seq: torch.Tensor, layer: int, *, batch_size
     if not isinstance(model, ImageGPT):
         raise TypeError(f"model must be an ImageGPT, got {type(model).__name__}")
     n_layer = model.config.n_layer
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer <= n_layer:
-        raise ValueError(f"layer must be an int in 0..n_layer = 0..{n_layer}, got {layer!r}")
+    int_in_range("layer", layer, 0, n_layer, " (0 .. n_layer)")
     positive_int("batch_size", batch_size)
     seq = token_ids("seq", seq, dim=2)
     device = next(model.parameters()).device

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from attnbook._checks import positive_int, token_ids
+from attnbook._checks import int_in_range, positive_int, token_ids
 from attnbook.gpt import next_token_probs
 
 from .model import ImageGPT, bits_per_dim
@@ -131,8 +131,7 @@ def complete(
     model = _model(model)
     tokens = _images("tokens", tokens, model)
     B, H, W = tokens.shape
-    if isinstance(rows_kept, bool) or not isinstance(rows_kept, int) or not 0 <= rows_kept <= H:
-        raise ValueError(f"rows_kept must be an int in 0..H = 0..{H}, got {rows_kept!r}")
+    int_in_range("rows_kept", rows_kept, 0, H, " (0 .. H, the image's rows)")
     device = next(model.parameters()).device
     canvas = to_sequence(tokens).to(device, copy=True)  # (B, H*W): written in place, tokens untouched
     was_training = model.training

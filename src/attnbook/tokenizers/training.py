@@ -50,6 +50,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from attnbook._checks import an_int
+
 from .pairs import Pair, get_stats, merge
 from .patterns import split_text
 
@@ -61,8 +63,7 @@ N_BYTES = 256  # the base vocabulary: one token per byte value
 def _check_train_args(text: object, vocab_size: object) -> None:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    an_int("vocab_size", vocab_size)
     if vocab_size < N_BYTES:
         raise ValueError(f"vocab_size must be at least {N_BYTES} (one token per byte), got {vocab_size}")
 

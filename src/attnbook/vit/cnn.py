@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnbook._checks import positive_int
+
 __all__ = ["SmallCNN"]
 
 
@@ -40,8 +42,7 @@ class SmallCNN(nn.Module):
     def __init__(self, *, in_chans: int = 1, num_classes: int = 10, widths: tuple[int, int] = (32, 64)) -> None:
         super().__init__()
         for name, value in (("in_chans", in_chans), ("num_classes", num_classes)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(name, value)
         if len(widths) != 2 or not all(isinstance(w, int) and w > 0 for w in widths):
             raise ValueError(f"widths must be two positive ints, got {widths!r}")
         self.in_chans = in_chans

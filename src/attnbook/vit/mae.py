@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnbook._checks import float_tensor, positive_int
+from attnbook._checks import float_tensor, number_in, positive_int
 from attnbook.transformer import EncoderBlock
 from attnbook.vit.model import ViT, ViTConfig
 from attnbook.vit.patches import patchify
@@ -49,8 +49,7 @@ def random_masking(
     True
     """
     float_tensor("x", x, (None, None, None), "(B, N, D)")
-    if isinstance(mask_ratio, bool) or not isinstance(mask_ratio, (int, float)) or not 0.0 <= mask_ratio < 1.0:
-        raise ValueError(f"mask_ratio must be a number in [0, 1), got {mask_ratio!r}")
+    number_in("mask_ratio", mask_ratio, 0.0, 1.0)
     B, N, D = x.shape
     n_keep = int(N * (1 - mask_ratio))
     if n_keep < 1:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from attnbook._checks import dropout_rate, positive_int
+from attnbook._checks import dropout_rate, int_at_least, positive_int
 from attnbook.transformer import EncoderBlock
 from attnbook.vit.patches import PatchEmbedding
 
@@ -55,8 +55,7 @@ class ViTConfig:
     def __post_init__(self) -> None:
         for name in ("img_size", "patch_size", "in_chans", "embed_dim", "depth", "num_heads"):
             positive_int(name, getattr(self, name))
-        if isinstance(self.num_classes, bool) or not isinstance(self.num_classes, int) or self.num_classes < 0:
-            raise ValueError(f"num_classes must be an int >= 0, got {self.num_classes!r}")
+        int_at_least("num_classes", self.num_classes, 0)
         if self.img_size % self.patch_size:
             raise ValueError(
                 f"img_size={self.img_size} must be divisible by patch_size={self.patch_size} "
