@@ -9,7 +9,7 @@ to 2048. It prints, per ``T``, the forward time and the peak memory of each
 path and the explicit/fused ratios; the explicit path's memory grows as
 ``T²``, the fused path's as ``T``.
 
-**How peak memory is measured.**
+**How peak memory is measured** (:func:`attnbook.measure.peak_bytes`).
 
 * CUDA: ``torch.cuda.reset_peak_memory_stats()`` before one call and
   ``torch.cuda.max_memory_allocated()`` after it, minus the bytes allocated
@@ -17,21 +17,20 @@ path and the explicit/fused ratios; the explicit path's memory grows as
   hands out during the call, kernel workspaces included.
 * CPU: PyTorch keeps no peak statistic for CPU memory, and the process's
   resident size (``ru_maxrss``) is blurred by the C allocator, which keeps
-  freed pages. So the call runs under a ``TorchDispatchMode``
-  (:class:`PeakTensorMemory`) that sees every ATen operator: it adds the
-  storage size of each new tensor an operator returns, subtracts it when that
-  storage is freed (a ``weakref.finalize`` on the storage), and keeps the
-  maximum of the running sum -- the peak of live tensor memory created inside
-  the call, the CPU analogue of ``max_memory_allocated``. Views share their
-  base's storage and are counted once. What it cannot see is scratch memory
-  that a single C++ kernel allocates and frees internally: the fused CPU
-  kernel's per-thread blocks (about ``threads x 2 x block_q x block_kv`` floats,
-  a constant independent of ``T``), so the fused figures are a lower bound
-  that is off by that constant. On a GPU run the two methods can be compared.
+  freed pages. So the call runs under
+  :class:`attnbook.measure.PeakTensorMemory`, a ``TorchDispatchMode`` that
+  sees every ATen operator and keeps the peak of live tensor storage created
+  inside the call, the CPU analogue of ``max_memory_allocated``. What it
+  cannot see is scratch memory that a single C++ kernel allocates and frees
+  internally: the fused CPU kernel's per-thread blocks (about ``threads x 2 x
+  block_q x block_kv`` floats, a constant independent of ``T``), so the fused
+  figures are a lower bound that is off by that constant. On a GPU run the two
+  methods can be compared.
 
-Time is the median of ``--repeats`` forward calls after one warm-up call, under
-``torch.no_grad()`` (inference; a training step would also keep the explicit
-path's weights for the backward pass).
+Time is the median of ``--repeats`` forward calls after one warm-up call
+(:func:`attnbook.measure.median_seconds`), under ``torch.no_grad()``
+(inference; a training step would also keep the explicit path's weights for
+the backward pass).
 
 Run::
 
@@ -44,88 +43,17 @@ from __future__ import annotations
 import argparse
 import functools
 import platform
-import statistics
-import time
-import weakref
-from collections.abc import Callable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from attnbook.attention import fused_attention, scaled_dot_product_attention
+from attnbook.measure import median_seconds, peak_bytes
 from attnbook.runtime import get_device, seed_everything
-
-
-class PeakTensorMemory(TorchDispatchMode):
-    """Peak bytes of live tensor storage created by ATen operators inside the ``with`` block.
-
-    >>> with PeakTensorMemory() as m:
-    ...     a = torch.zeros(1000)          # 4000 bytes
-    ...     b = a + 1                      # 4000 more: peak 8000
-    ...     del b                          # freed: live 4000
-    >>> m.peak, m.live
-    (8000, 4000)
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.live = 0  # bytes of storages created in the block that are still alive
-        self.peak = 0  # the largest value ``live`` reached
-        self._sizes: dict[int, int] = {}  # data pointer -> bytes, for storages still alive
-
-    def _free(self, key: int) -> None:
-        self.live -= self._sizes.pop(key, 0)
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in tree_flatten(out)[0]:
-            if not isinstance(t, torch.Tensor):
-                continue
-            storage = t.untyped_storage()
-            key, size = storage.data_ptr(), storage.nbytes()
-            if size == 0 or key in self._sizes:  # a view of a storage already counted
-                continue
-            self._sizes[key] = size
-            self.live += size
-            self.peak = max(self.peak, self.live)
-            weakref.finalize(storage, self._free, key)
-        return out
 
 
 def explicit_output(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """The explicit path's output alone (its weights are dropped at once, as a model would)."""
     return scaled_dot_product_attention(q, k, v)[0]
-
-
-def peak_bytes(fn: Callable[[], torch.Tensor], device: torch.device) -> int:
-    """Peak extra memory (bytes) of one call of ``fn``; its result is freed before returning."""
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        before = torch.cuda.memory_allocated()
-        out = fn()
-        torch.cuda.synchronize()
-        del out
-        return torch.cuda.max_memory_allocated() - before
-    with PeakTensorMemory() as meter:
-        out = fn()
-        del out
-    return meter.peak
-
-
-def median_seconds(fn: Callable[[], torch.Tensor], device: torch.device, repeats: int) -> float:
-    fn()  # warm-up: kernels chosen, memory pools filled
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:

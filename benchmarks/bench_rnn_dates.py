@@ -47,15 +47,9 @@ import torch
 
 from attnbook.data import CharVocab, make_date_pairs, make_number_pairs
 from attnbook.rnn import Seq2Seq, Seq2SeqConfig
-from attnbook.seq2seq import (
-    LengthBuckets,
-    accuracy_by_length,
-    encode_pairs,
-    exact_match,
-    seq2seq_loss,
-)
 from attnbook.runtime import count_parameters, get_device, seed_everything
-from attnbook.train import fit
+from attnbook.seq2seq import LengthBuckets, accuracy_by_length, encode_pairs, exact_match, seq2seq_loss
+from attnbook.train import Snapshots, fit
 
 # Edges of the input-length buckets (characters): lo <= length < hi; 999 is open-ended.
 DATE_EDGES = [1, 11, 16, 21, 26, 31, 999]
@@ -121,25 +115,11 @@ def train_one(kind: str, args: argparse.Namespace, data: dict, device: torch.dev
     model = Seq2Seq(cfg)
     batches = LengthBuckets(data["src"], data["tgt"], args.batch_size, seed=args.seed)
 
-    # the latest weights before each checkpoint time: (seconds into training, eval call index, weights)
-    snapshots: dict[float, tuple[float, int, dict]] = {}
-    calls = 0
-    start = time.perf_counter()
-
-    def snapshot(m: torch.nn.Module) -> dict[str, float]:
-        nonlocal calls
-        elapsed = time.perf_counter() - start
-        pending = [c for c in args.checkpoints if elapsed <= c]
-        if pending:
-            state = copy.deepcopy(m.state_dict())
-            for c in pending:
-                snapshots[c] = (elapsed, calls, state)
-        calls += 1
-        return {"seconds": elapsed}
-
-    steps, budget = (10**7, args.seconds) if args.steps is None else (args.steps, None)
-    history = fit(model, seq2seq_loss, batches, steps=steps, lr=args.lr, max_seconds=budget,
-                  eval_fn=snapshot, eval_every=10, device=device, progress=False)
+    # the latest weights before each checkpoint time
+    snapshots = Snapshots(at=[c for c in args.checkpoints if c > 0])
+    budget = args.seconds if args.steps is None else None
+    history = fit(model, seq2seq_loss, batches, steps=args.steps, lr=args.lr, max_seconds=budget,
+                  eval_fn=snapshots, eval_every=10, device=device, progress=False)
 
     def evaluate(state: dict | None) -> tuple[float, dict]:
         probe = model if state is None else copy.deepcopy(model)
@@ -149,10 +129,10 @@ def train_one(kind: str, args: argparse.Namespace, data: dict, device: torch.dev
         return float(hits.float().mean()), by_length(hits, data["test_len"], data["edges"])
 
     rows = []
-    for budget in sorted(c for c in snapshots if c < history.seconds):
-        elapsed, call, state = snapshots[budget]
-        acc, by_len = evaluate(state)
-        rows.append(dict(seconds=elapsed, step=int(history.evals[call]["step"]), accuracy=acc, by_length=by_len))
+    for _, snapshot in sorted((c, s) for c, s in snapshots.latest.items() if c < history.seconds):
+        acc, by_len = evaluate(snapshot.state)
+        rows.append(dict(seconds=snapshot.seconds, step=int(history.evals[snapshot.index]["step"]),
+                         accuracy=acc, by_length=by_len))
     acc, by_len = evaluate(None)
     rows.append(dict(seconds=history.seconds, step=history.steps[-1], accuracy=acc, by_length=by_len))
     return dict(model=kind, parameters=count_parameters(model), config=cfg.to_dict(),

@@ -22,10 +22,11 @@ bound on what a 2-core machine delivers.
 **The schedule.** AdamW with a linear warmup and a cosine decay to 10 % of the
 peak rate (:func:`attnbook.train.lr_factor`), driven by the *elapsed fraction
 of the budget* rather than by a step count, so that the decay always happens
-however many steps fit into the budget. That is why the loop is written out
-here instead of calling :func:`attnbook.train.fit`, which schedules by steps
-and only stops early when ``max_seconds`` runs out. Data generation,
-checkpoint copies and all evaluation happen outside the clock.
+however many steps fit into the budget: :func:`attnbook.train.fit` with
+``steps=None``, ``max_seconds`` and ``warmup_seconds``. The checkpoints are
+copies of the weights taken during training (:class:`attnbook.train.Snapshots`,
+a few milliseconds each, inside the clock); data generation and all
+evaluation happen outside it.
 
 Run::
 
@@ -43,16 +44,15 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
+from bench_rnn_dates import DATE_EDGES, by_length  # the same input-length buckets
 
 from attnbook.data import CharVocab, make_date_pairs
-from attnbook.runtime import autocast, count_parameters, get_device, seed_everything
-from attnbook.seq2seq import LengthBuckets, encode_pairs
-from attnbook.train import lr_factor
-from attnbook.transformer import Transformer, TransformerConfig, greedy_decode
+from attnbook.runtime import count_parameters, get_device, seed_everything
+from attnbook.seq2seq import LengthBuckets, encode_pairs, exact_match, seq2seq_loss
+from attnbook.train import Snapshots, fit
+from attnbook.transformer import Transformer, TransformerConfig
 
 RNN_N_TRAIN = 20000  # bench_rnn_dates.py trains on the first 20,000 pairs and tests on the next ones
-BINS = [(1, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 999)]  # input characters, as bench_rnn_dates
 
 # What each device trains by default; every field can be overridden on the command line.
 RECIPES: dict[str, dict[str, object]] = {
@@ -90,35 +90,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def translation_loss(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-    """Teacher-forced cross-entropy: read ``<bos> y_1 ..``, predict ``y_1 .. <eos>``; padding unscored."""
-    logits = model(src, tgt[:, :-1])  # (B, T-1, V)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1),
-                           ignore_index=model.config.pad_id)
-
-
-@torch.no_grad()
-def exact_hits(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, vocab: CharVocab,
-               batch_size: int = 1000) -> torch.Tensor:
-    """(N,) booleans: does the greedy translation equal the target string exactly?"""
-    hits = []
-    for i in range(0, src.shape[0], batch_size):
-        s, t = src[i : i + batch_size], tgt[i : i + batch_size]
-        s = s[:, : int((s != vocab.pad_id).sum(1).max())]  # trim the padding every row has
-        out = greedy_decode(model, s, vocab.bos_id, vocab.eos_id, max_len=t.shape[1] - 1)
-        hits += [a == b for a, b in zip(vocab.decode_batch(out.cpu()), vocab.decode_batch(t.cpu()))]
-    return torch.tensor(hits)
-
-
-def by_length(hits: torch.Tensor, lengths: torch.Tensor) -> dict[str, tuple[float, int]]:
-    out = {}
-    for lo, hi in BINS:
-        sel = (lengths >= lo) & (lengths <= hi)
-        if sel.any():
-            out[f"{lo}-{hi}" if hi < 999 else f"{lo}+"] = (float(hits[sel].float().mean()), int(sel.sum()))
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     device = get_device() if args.device == "auto" else get_device(args.device)
@@ -151,7 +122,6 @@ def main(argv: list[str] | None = None) -> int:
     model = Transformer(cfg).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     batches = LengthBuckets(src, tgt, args.batch_size, seed=args.seed)
-    stream = (batch for _ in iter(int, 1) for batch in batches)  # epoch after epoch, without end
     print(f"# dates: {len(train)} train / {len(test)} held-out pairs, vocab {len(src_vocab)} -> {len(tgt_vocab)}")
     print(f"# torch {torch.__version__} on {device} ({platform.processor() or platform.machine()}), "
           f"{torch.get_num_threads()} thread(s); budget {args.seconds:g} s ({args.clock} clock)")
@@ -159,48 +129,27 @@ def main(argv: list[str] | None = None) -> int:
           f"norm_first={cfg.norm_first} positions={cfg.positions}: {count_parameters(model):,} parameters; "
           f"batch {args.batch_size}, peak lr {args.lr:g}, warmup {args.warmup:.0%} then cosine (by budget fraction)")
 
-    snapshots: dict[float, tuple[float, int, dict]] = {}  # checkpoint -> (time, step, weights)
-    pending = sorted(c for c in args.checkpoints if 0 < c < args.seconds)
-    step, examples = 0, 0
-    loss = torch.tensor(float("nan"))
-    wall0, start = time.perf_counter(), clock()
-    model.train()
-    while True:
-        elapsed = clock() - start
-        while pending and elapsed >= pending[0]:  # outside the clock: the copy is not training
-            paused = clock()
-            snapshots[pending.pop(0)] = (elapsed, step, copy.deepcopy(model.state_dict()))
-            start += clock() - paused
-        if elapsed >= args.seconds:
-            break
-        factor = lr_factor(int(1000 * elapsed / args.seconds), steps=1000,
-                           warmup_steps=int(1000 * args.warmup), schedule="cosine")
-        for group in optimizer.param_groups:
-            group["lr"] = args.lr * factor
-        s, t = (x.to(device) for x in next(stream))
-        with autocast(device):
-            loss = translation_loss(model, s, t)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        step += 1
-        examples += s.shape[0]
-    trained = clock() - start
+    snapshots = Snapshots(at=[c for c in args.checkpoints if 0 < c < args.seconds], clock=clock)
+    wall0 = time.perf_counter()
+    history = fit(model, seq2seq_loss, batches, steps=None, max_seconds=args.seconds, schedule="cosine",
+                  warmup_seconds=args.warmup * args.seconds, optimizer=optimizer, grad_clip=1.0,
+                  eval_fn=snapshots, eval_every=10, device=device, progress=False, clock=clock)
     wall = time.perf_counter() - wall0
+    trained, step, loss = history.seconds, history.steps[-1], history.train_loss[-1]
 
     def evaluate(state: dict | None) -> tuple[float, dict]:
         probe = model
         if state is not None:
             probe = copy.deepcopy(model)
             probe.load_state_dict(state)
-        hits = exact_hits(probe, test_src, test_tgt, tgt_vocab)
-        return float(hits.float().mean()), by_length(hits, test_len)
+        hits = exact_match(probe, test_src, test_tgt, per_example=True)
+        return float(hits.float().mean()), by_length(hits, test_len, DATE_EDGES)
 
-    rows = [(t, n, *evaluate(w)) for _, (t, n, w) in sorted(snapshots.items())]
+    rows = [(s.seconds, int(history.evals[s.index]["step"]), *evaluate(s.state))
+            for _, s in sorted(snapshots.latest.items())]
     rows.append((trained, step, *evaluate(None)))
     print(f"\n{step} steps in {trained:.1f} s of {args.clock} time ({wall:.1f} s wall): "
-          f"{1000 * trained / step:.1f} ms/step, {examples / trained:.0f} examples/s; final loss {loss.item():.4f}")
+          f"{1000 * trained / step:.1f} ms/step, {history.examples_per_second:.0f} examples/s; final loss {loss:.4f}")
     bins = list(rows[-1][3])
     print(f"{'after':>8} {'steps':>6} {'exact':>8}   by input length: " + "  ".join(f"{b:>7}" for b in bins))
     print(f"{'':>8} {'':>6} {'':>8}   {'(pairs)':>16} " + "  ".join(f"{rows[-1][3][b][1]:>7}" for b in bins))
