@@ -21,6 +21,7 @@ def test_a_clean_page_passes():
     body = ('<img src="x.png" alt="A heatmap of attention weights, bright on the diagonal.">'
             '<script src="_static/mathjax/tex-svg.js"></script>'
             '<div class="cell_output"><pre>loss 2.31</pre></div>'
+            '<div class="highlight"><pre>loss = F.cross_entropy(logits, targets)</pre></div>'
             r'<div class="math">\[ p(x) = \prod_t p(x_t \mid x_{<t}) \]</div>')
     assert lint.lint_page(page(body)) == []
 
@@ -35,6 +36,8 @@ def test_each_problem_is_found():
         '<div class="cell_output"><pre>UserWarning: x is deprecated</pre></div>': "warning",
         '<div class="cell_output"><pre>Traceback (most recent call last):</pre></div>': "warning",
         f'<div class="cell_output"><pre>{"x" * 81}</pre></div>': "printed line of 81",
+        f'<div class="cell_input"><div class="highlight"><pre>{"y" * 81}</pre></div></div>': "code line of 81",
+        f'<div class="highlight-bash"><div class="highlight"><pre>{"z" * 82}</pre></div></div>': "code line of 82",
         '<div class="cell_output"><pre>&lt;matplotlib.legend.Legend at 0x7f&gt;</pre></div>': "stray value",
         "<div class=\"cell_output\"><pre>(Text(0.5, 0.01, 'x'), Text(0.02, 0.5, 'y'))</pre></div>": "stray value",
         '<div class="math">\\[' + " + ".join(f"a_{i}" for i in range(30)) + "\\]</div>": "display equation",
