@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from attnbook._checks import dropout_rate, float_tensor, positive_int, token_ids
+from attnbook._checks import an_int, dropout_rate, float_tensor, int_in_range, positive_int, token_ids
 from attnbook.attention import AdditiveAttention, LuongAttention
 
 __all__ = [
@@ -110,8 +110,7 @@ class Encoder(nn.Module):
                 f"a bidirectional encoder splits hidden_size between its two directions, so it must be even, "
                 f"got {hidden_size}"
             )
-        if not 0 <= pad_id < vocab_size:
-            raise ValueError(f"pad_id must be an id in 0 .. {vocab_size - 1}, got {pad_id!r}")
+        int_in_range("pad_id", pad_id, 0, vocab_size - 1, " (an id of the vocabulary)")
         self.vocab_size, self.hidden_size, self.pad_id = vocab_size, hidden_size, pad_id
         self.bidirectional = bidirectional
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
@@ -340,10 +339,7 @@ class Seq2SeqConfig:
             raise ValueError(f"bidirectional=True needs an even hidden_size, got {self.hidden_size}")
         dropout_rate(self.dropout)
         smallest = min(self.src_vocab_size, self.tgt_vocab_size)
-        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or not 0 <= self.pad_id < smallest:
-            raise ValueError(
-                f"pad_id must be a valid id in both vocabularies (0 .. {smallest - 1}), got {self.pad_id!r}"
-            )
+        int_in_range("pad_id", self.pad_id, 0, smallest - 1, " (an id of both vocabularies)")
 
     @classmethod
     def preset(cls, name: str, **overrides: object) -> Seq2SeqConfig:
@@ -495,13 +491,10 @@ def greedy_decode(
         raise TypeError(f"model must be an attnbook.rnn.Seq2Seq, got {type(model).__name__}")
     cfg = model.config
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("max_len", max_len)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if max_len < 1:
-        raise ValueError(f"max_len must be at least 1, got {max_len}")
+        an_int(name, value)
+    positive_int("max_len", max_len)
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
-        if not 0 <= value < cfg.tgt_vocab_size:
-            raise ValueError(f"{name}={value} is outside the target vocabulary 0 .. {cfg.tgt_vocab_size - 1}")
+        int_in_range(name, value, 0, cfg.tgt_vocab_size - 1, " (the target vocabulary)")
     token_ids("src", src, cfg.src_vocab_size, dim=2)
 
     was_training = model.training
