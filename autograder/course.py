@@ -238,22 +238,23 @@ def _feedback_notebook(nb, results: dict, released):
     return out
 
 
-def _record(db_url: str, result: dict) -> None:
-    """Write one submission's scores into the gradebook (the judge's numbers only)."""
+def _record(db_url: str, results: list[dict]) -> None:
+    """Write the submissions' scores into the gradebook (the judge's numbers only), in one session."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    student, assignment = result["student"], result["assignment"]
     with warnings.catch_warnings(), Gradebook(db_url) as gb:
         warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's sessions
-        gb.update_or_create_student(student)
-        try:
-            gb.find_submission(assignment, student)
-        except MissingEntry:
-            gb.add_submission(assignment, student)
-        for gid, part in result["parts"].items():
-            grade = gb.find_grade(gid, Path(NOTEBOOK).stem, assignment, student)
-            grade.auto_score, grade.manual_score = part["score"], None
-        gb.db.commit()
+        for result in results:
+            student, assignment = result["student"], result["assignment"]
+            gb.update_or_create_student(student)
+            try:
+                gb.find_submission(assignment, student)
+            except MissingEntry:
+                gb.add_submission(assignment, student)
+            for gid, part in result["parts"].items():
+                grade = gb.find_grade(gid, Path(NOTEBOOK).stem, assignment, student)
+                grade.auto_score, grade.manual_score = part["score"], None
+            gb.db.commit()
 
 
 def grade(submissions: Path | None, state: Path, out: Path, jobs: int) -> int:
@@ -277,36 +278,41 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int) -> int:
 
     from attnbook.grading import judge
 
-    for assignment in sorted({a for _, a in pairs}):
-        nbgrader.generate(assignment)  # records the grade cells in the gradebook
+    graded = sorted({a for _, a in pairs})
+    for assignment in graded:
         for cell in _test_cells(_source(assignment)).values():
             judge.parse_test_cell(cell.source)  # imports every check once, before the judges fork
     jobs_list = [(s, a, str(nbgrader.state)) for s, a in pairs]
     if jobs > 1:
         context = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            results = list(pool.map(_grade_one, jobs_list))
+            pending = [pool.submit(_grade_one, job) for job in jobs_list]
+            for assignment in graded:  # nbgrader's own steps run while the judges work
+                nbgrader.generate(assignment)  # records the grade cells in the gradebook
+            results = [future.result() for future in pending]
     else:
+        for assignment in graded:
+            nbgrader.generate(assignment)
         results = [_grade_one(job) for job in jobs_list]
+    _record(nbgrader.db_url, results)
     for result in results:
         student, assignment = result["student"], result["assignment"]
         target = nbgrader.state / "results" / student / f"{assignment}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-        _record(nbgrader.db_url, result)
         nb, _ = _read_submission(submitted / student / assignment / NOTEBOOK)
         if nb is not None:
-            graded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
-            graded.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(_feedback_notebook(nb, result["parts"], _released(assignment)), graded)
+            autograded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
+            autograded.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(_feedback_notebook(nb, result["parts"], _released(assignment)), autograded)
             for extra in (submitted / student / assignment).iterdir():  # timestamp.txt, the exchange's secret
                 if extra.is_file() and extra.name != NOTEBOOK:
-                    shutil.copy2(extra, graded.parent / extra.name)
-    log = nbgrader.state / "grading.log"
-    with open(log, "w") as fh:
-        for assignment in sorted({a for _, a in pairs}):
-            done = nbgrader("generate_feedback", assignment, "--force", check=False)
-            fh.write(f"$ nbgrader generate_feedback {assignment}\n{done.stdout}{done.stderr}\n")
+                    shutil.copy2(extra, autograded.parent / extra.name)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as feedback:  # one nbgrader process per assignment
+        done = list(feedback.map(lambda a: nbgrader("generate_feedback", a, "--force", check=False), graded))
+    with open(nbgrader.state / "grading.log", "w") as fh:
+        for assignment, run in zip(graded, done):
+            fh.write(f"$ nbgrader generate_feedback {assignment}\n{run.stdout}{run.stderr}\n")
     write_csv(results, out)
     print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'} (sandbox: {_isolation()})")
     return 0

@@ -104,8 +104,8 @@ def test_no_process_outlives_its_submission(graded):
 
 def test_regrading_serially_gives_the_same_csv_and_loses_nothing(tmp_path):
     """A small class of two assignments (blank, solution and a wrong answer each),
-    graded two at a time, then again one at a time after a late batch: the same grades.csv, every
-    submission kept. (The whole catalogue would take minutes more and test nothing more here.)"""
+    graded two at a time, then again one at a time after a late batch: the same grades.csv and
+    feedback, every submission kept. (The whole catalogue would take minutes more and test nothing more here.)"""
     two = sorted({a["assignment"] for a in catalogue.ANSWERS.values()})[:2]
     picked = {}
     for name, answer in catalogue.ANSWERS.items():
@@ -117,12 +117,14 @@ def test_regrading_serially_gives_the_same_csv_and_loses_nothing(tmp_path):
     assert len(picked) == 2
     done = course("--state", str(state), "grade", "--jobs", "2", str(submissions))
     assert done.returncode == 0, done.stdout + done.stderr
-    first = (state / "grades.csv").read_text()
+    first, feedback = (state / "grades.csv").read_text(), digests(state / "feedback")
+    assert feedback  # one feedback page per submission
     late = tmp_path / "late"  # a second batch of one student: the others stay submitted and graded
     shutil.copytree(submissions / "solution", late / "solution")
     done = course("--state", str(state), "grade", "--jobs", "1", str(late))
     assert done.returncode == 0, done.stdout + done.stderr
     assert (state / "grades.csv").read_text() == first
+    assert digests(state / "feedback") == feedback
     assert digests(state / "submitted") == digests(submissions)
 
 
