@@ -282,3 +282,99 @@ def test_a_module_that_changes_its_inputs_in_place_does_not_pass():
         grading.check_multi_head_attention(namespace["MultiHeadAttention"])
     exec(answers._MHA, namespace)
     assert grading.check_multi_head_attention(namespace["MultiHeadAttention"], points=4) == 4.0
+
+
+# ------------------------------------------------------------- Parts 4, 8 and 10: embeddings, pre-norm, the loss
+
+from attnbook.grading.transformer import embeddings, loss, prenorm  # noqa: E402
+
+
+def test_embedding_cases_cover_the_edges_and_the_probe_hides_nan_in_unused_rows():
+    made = [case.make() for case in embeddings.CHECK.visible + embeddings.CHECK.hidden]
+    embeds = [(ids, E) for kind, ids, E in made if kind == "embed"]
+    assert any(ids.shape == (1, 1) for ids, _ in embeds) and any(E.dtype == torch.float64 for _, E in embeds)
+    assert any(not ids.is_contiguous() and not E.is_contiguous() for ids, E in embeds)
+    assert any(int(ids.max()) + 1 < E.shape[0] for ids, E in embeds)  # the one-hot width must come from E
+    assert any(E.shape[0] == E.shape[1] for _, E in embeds)  # a square table tells E from its transpose
+    for kind, ids, E in made:
+        if kind == "probe":
+            used = set(ids.flatten().tolist())
+            assert all(E[i].isfinite().all() for i in used) and E.isnan().any()
+    tied = [(h, E) for kind, h, E in made if kind == "tied"]
+    assert any(E.shape[0] == h.shape[-1] for h, E in tied) and any(h.dtype == torch.float64 for h, _ in tied)
+
+
+def _tied(h, E):
+    return h @ E.T
+
+
+def test_a_row_lookup_fails_and_every_product_passes(capsys):
+    def one_hot_product(ids, E):
+        return torch.nn.functional.one_hot(ids, E.shape[0]).to(E.dtype) @ E
+
+    def eye_rows_product(ids, E):  # one-hot rows taken from the identity: still a product with E
+        return torch.eye(E.shape[0], dtype=E.dtype)[ids] @ E
+
+    for answer in (one_hot_product, eye_rows_product):
+        assert embeddings.CHECK(answer, _tied, points=2) == 2.0
+    for lookup in (lambda ids, E: E[ids], lambda ids, E: E.index_select(0, ids.reshape(-1)).view(*ids.shape, -1)):
+        with pytest.raises(CheckFailed, match="looks up rows"):
+            embeddings.CHECK(lookup, _tied)
+    with pytest.raises(CheckFailed, match="calls the reference implementation"):
+        embeddings.CHECK(lambda ids, E: torch.nn.functional.embedding(ids, E), _tied)
+
+
+def test_the_prenorm_reference_is_x_plus_sublayer_of_layernorm_and_each_variant_differs():
+    seed, sizes, x, _, mask, _ = prenorm.CHECK.hidden[0].make()
+    *dims, dropout = sizes
+    ref = _common.randomize(_common.TR.EncoderBlock(*dims, dropout=dropout, norm_first=True), seed).eval()
+    subs, norms = (lambda h: ref.self_attn(h, mask=mask)[0], ref.ffn), (ref.norm1, ref.norm2)
+    with torch.no_grad():
+        expected = ref(x, mask)
+        assert torch.allclose(prenorm._variant(x, subs, norms, "pre"), expected, atol=1e-6)
+        for mode, _ in prenorm._MODES:
+            assert not torch.allclose(prenorm._variant(x, subs, norms, mode), expected, atol=1e-3), mode
+
+
+def test_prenorm_cases_cover_the_edges_and_dropout_above_zero():
+    made = [case.make() for case in prenorm.CHECK.hidden]
+    assert any(x.shape[0] == 1 for _, _, x, *_ in made) and any(x.shape[1] == 1 for _, _, x, *_ in made)
+    assert any(x.dtype == torch.float64 for _, _, x, *_ in made)
+    assert any(not x.is_contiguous() for _, _, x, *_ in made)
+    assert {sizes[-1] for _, sizes, *_ in made} > {0.0}  # a dropout rate that must be off in eval mode
+
+
+def test_the_loss_is_the_package_seq2seq_loss_and_every_named_mistake_changes_it():
+    from attnbook.seq2seq import seq2seq_loss
+
+    changed = set()
+    for case in loss.CHECK.visible + loss.CHECK.hidden:
+        model, src, tgt, pad_id = case.make()
+        assert model.config.pad_id == pad_id
+        right = loss.reference(model, src, tgt, pad_id)
+        with torch.no_grad():
+            assert math.isclose(right.item(), seq2seq_loss(model, (src, tgt)).item(), rel_tol=1e-5)
+        for message, variant in loss._variants(model, src, tgt, pad_id):
+            if not torch.isclose(variant, right, rtol=1e-3):
+                changed.add(message)
+    assert changed == {message for message, _ in loss._variants(*loss.CHECK.visible[0].make())}
+
+
+def test_loss_cases_cover_the_edges():
+    made = [case.make() for case in loss.CHECK.hidden]
+    assert any(tgt.shape[0] == 1 for _, _, tgt, _ in made) and any(tgt.shape[1] == 2 for _, _, tgt, _ in made)
+    assert any(not tgt.is_contiguous() and not src.is_contiguous() for _, src, tgt, _ in made)
+    other = [(tgt, pad_id) for _, _, tgt, pad_id in made if pad_id != 0]
+    assert other and all((tgt == 0).any() and (tgt == pad_id).any() for tgt, pad_id in other)  # 0 is a word here
+
+
+def test_a_detached_or_float_loss_is_explained():
+    def detached(model, src, tgt, pad_id):
+        with torch.no_grad():
+            logits = model(src, tgt[:, :-1])
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=pad_id)
+
+    with pytest.raises(CheckFailed, match="detached from the model"):
+        loss.CHECK(detached)
+    with pytest.raises(CheckFailed, match="should return a tensor"):
+        loss.CHECK(lambda model, src, tgt, pad_id: detached(model, src, tgt, pad_id).item())
