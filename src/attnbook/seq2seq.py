@@ -177,7 +177,7 @@ def seq2seq_loss(model: Model, batch: tuple[torch.Tensor, torch.Tensor]) -> torc
     >>> 1.5 < seq2seq_loss(rnn_model, batch).item() < 2.6           # about ln(8) = 2.08 untrained
     True
     >>> tf = Transformer(TransformerConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
-    >>> seq2seq_loss(tf, batch).item() > 1.0                         # any of the two models
+    >>> seq2seq_loss(tf, batch).item() > 1.0                         # either model
     True
     """
     _check_model(model)
