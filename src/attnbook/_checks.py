@@ -22,6 +22,19 @@ def positive_int(name: str, value: object) -> int:
     return value
 
 
+def positive_number(name: str, value: object) -> float:
+    """``value`` as a float if it is a number > 0 (an int or a float, not a bool).
+
+    >>> positive_number("lr", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be a positive number, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
 def an_int(name: str, value: object) -> int:
     """``value`` if it is an int (not a bool); a ``TypeError`` otherwise.
 

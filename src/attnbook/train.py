@@ -43,6 +43,7 @@ from typing import Any, NamedTuple, TextIO
 import torch
 from tqdm.auto import tqdm
 
+from ._checks import positive_int, positive_number
 from .runtime import autocast, get_device
 
 __all__ = ["History", "fit", "evaluate", "accuracy", "to_device", "lr_factor", "Snapshot", "Snapshots"]
@@ -195,15 +196,6 @@ def _check_loss(loss: Any, step: int) -> float:
             "grad_clip, or check the inputs for NaN)"
         )
     return value
-
-
-def _positive(name: str, value: Any, kind: type = float, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    ok_types = (int,) if kind is int else (int, float)
-    if isinstance(value, bool) or not isinstance(value, ok_types) or not value > 0:
-        what = "a positive int" if kind is int else "a positive number"
-        raise ValueError(f"{name} must be {what}{' or None' if allow_none else ''}, got {value!r}")
 
 
 # ----------------------------------------------------------------------------- history
@@ -364,11 +356,14 @@ def fit(
         raise TypeError(f"loss_fn must be callable as loss_fn(model, batch), got {type(loss_fn).__name__}")
     if steps is None and max_seconds is None:
         raise ValueError("steps must be a positive int, or None with a max_seconds budget; got neither")
-    _positive("steps", steps, int, allow_none=max_seconds is not None)
-    _positive("lr", lr)
-    _positive("grad_clip", grad_clip, allow_none=True)
-    _positive("max_seconds", max_seconds, allow_none=True)
-    _positive("eval_every", eval_every, int, allow_none=True)
+    if steps is not None:
+        positive_int("steps", steps)
+    positive_number("lr", lr)
+    for name, value in (("grad_clip", grad_clip), ("max_seconds", max_seconds)):
+        if value is not None:  # None: no clipping, no time limit
+            positive_number(name, value)
+    if eval_every is not None:
+        positive_int("eval_every", eval_every)
     if schedule not in _SCHEDULES:
         raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
     if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
@@ -527,7 +522,7 @@ class Snapshots:
         if at is not None:
             at = list(at)
             for value in at:
-                _positive("at", value)
+                positive_number("at", value)
         self.at = at
         self.clock = clock
         self.taken: list[Snapshot] = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from attnbook._checks import dropout_rate, positive_int
+from attnbook._checks import dropout_rate, int_in_range, positive_int, positive_number
 
 __all__ = ["BertConfig", "BERT_PRESETS"]
 
@@ -67,14 +67,9 @@ class BertConfig:
             raise ValueError(f"hidden_act must be 'gelu' (BERT's activation), got {self.hidden_act!r}")
         dropout_rate(self.hidden_dropout_prob)
         dropout_rate(self.attention_probs_dropout_prob)
-        if not isinstance(self.pad_token_id, int) or not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(
-                f"pad_token_id must be an id in 0 .. {self.vocab_size - 1}, got {self.pad_token_id!r}"
-            )
+        int_in_range("pad_token_id", self.pad_token_id, 0, self.vocab_size - 1, " (an id of the vocabulary)")
         for name in ("layer_norm_eps", "initializer_range"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+            positive_number(name, getattr(self, name))
 
     @property
     def head_size(self) -> int:
