@@ -25,12 +25,7 @@ PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIAL = [PAD, UNK, CLS, SEP, MASK]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny(**overrides: object) -> BertConfig:

@@ -46,13 +46,14 @@ def _parts() -> list[tuple[str, str]]:
     return [(assignment, gid) for assignment in CHAPTERS for gid in sorted(exercise(assignment).checks)]
 
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
 @pytest.fixture(autouse=True)
-def _one_thread_and_torch_restored():
-    """Small models check fastest on one thread; an answer that patches torch is undone afterwards."""
-    threads, allclose = torch.get_num_threads(), torch.allclose
-    torch.set_num_threads(1)
+def _torch_restored():
+    """An answer that patches torch is undone afterwards."""
+    allclose = torch.allclose
     yield
-    torch.set_num_threads(threads)
     torch.allclose = allclose
 
 

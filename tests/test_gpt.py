@@ -29,14 +29,7 @@ from attnbook.train import fit
 V = 11  # a vocabulary size that no width or length below shares
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These models are tiny: a second thread only adds OpenMP synchronisation, which on a
-    busy 2-core machine costs more than the work itself."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def small(**overrides: object) -> GPT:

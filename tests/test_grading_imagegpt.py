@@ -18,13 +18,7 @@ EXERCISE = harness.Exercise("05-imagegpt")
 CHAPTER = EXERCISE.answers
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """The checks run small models: one thread is fastest, and a busy machine does not slow it down."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_the_catalogue_names_the_issues_mistakes():

@@ -18,12 +18,7 @@ EXERCISE = harness.Exercise("06-vit")
 CHAPTER = EXERCISE.answers
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_the_catalogue_names_the_issues_mistakes():

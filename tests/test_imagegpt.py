@@ -41,14 +41,7 @@ from attnbook.imagegpt import (
     to_sequence,
 )
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Small models run fastest on one thread, and a busy machine does not slow them down."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _gen(seed: int = 0) -> torch.Generator:

@@ -27,13 +27,7 @@ PAD, BOS, EOS = 0, 1, 2
 ATTENTIONS = ["additive", "general", "dot", None]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny models run fastest on one thread, and the suite shares a 2-core CPU.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def hand_attention() -> AdditiveAttention:

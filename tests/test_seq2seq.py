@@ -25,13 +25,7 @@ PAIRS = [("3 mar 1999", "1999-03-03"), ("17/11/2024", "2024-11-17"), ("Jan 5, 19
          ("28 août 2040", "2040-08-28"), ("9.2.1975", "1975-02-09"), ("1 dic 2001", "2001-12-01")]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny models run fastest on one thread, and the suite shares a 2-core CPU.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def ids(rows: list[list[int]]) -> torch.Tensor:

@@ -313,16 +313,6 @@ def reverse_batch(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return src, tgt
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny matrices gain nothing from threads, and on a busy 2-core machine thread
-    synchronisation made each step ~30x slower; run the training test on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("changes", [{}, {"norm_first": True, "positions": "learned"}])
 def test_overfits_reverse_and_greedy_decode_returns_it(changes: dict) -> None:
