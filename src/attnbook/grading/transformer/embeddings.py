@@ -1,18 +1,19 @@
-"""Part 4: word embeddings as a product, ``embed(ids, E)`` = one_hot(ids) E, and the tied output layer
-``tied_logits(h, E)`` = h Eᵀ.
+"""Part 4: word embeddings as a product, ``embed(ids, W)`` = one_hot(ids) W, and the tied output layer
+``tied_logits(h, W)`` = h Wᵀ.
 
-``E`` is the (V, d_model) table whose row ``i`` is the vector of word ``i``.
-The check of ``embed`` compares with the row lookup ``E[ids]`` (the same
+``W`` is the (V, d_model) table whose row ``i`` is the vector of word ``i``
+(``nn.Embedding``'s weight: the transpose of the chapter's d × V matrix E).
+The check of ``embed`` compares with the row lookup ``W[ids]`` (the same
 numbers) and then makes sure that the answer *is* a product: on a probe table
-with NaN in a row that no id uses, a product of one-hot vectors with ``E``
+with NaN in a row that no id uses, a product of one-hot vectors with ``W``
 gives NaN everywhere (0 × NaN is NaN) while a lookup does not. No √d_model
 scale belongs to either function (the model applies it afterwards).
 
->>> kind, ids, E = _embed_case(0, 2, 5, 7, 7)()
->>> kind, tuple(ids.shape), tuple(E.shape), int(ids.max())
+>>> kind, ids, W = _embed_case(0, 2, 5, 7, 7)()
+>>> kind, tuple(ids.shape), tuple(W.shape), int(ids.max())
 ('embed', (2, 5), (7, 7), 6)
->>> kind, ids, E = _probe_case(1, 2, 4, 9, 6)()
->>> bool(E[int(ids.max()) + 1:].isnan().all()), bool(E[: int(ids.max()) + 1].isnan().any())
+>>> kind, ids, W = _probe_case(1, 2, 4, 9, 6)()
+>>> bool(W[int(ids.max()) + 1:].isnan().all()), bool(W[: int(ids.max()) + 1].isnan().any())
 (True, False)
 """
 
@@ -43,13 +44,13 @@ def _ids(g: torch.Generator, B: int, T: int, V: int, top: int | None = None) -> 
 
 
 def _embed_case(seed, B, T, V, d, dtype=torch.float32, *, top=None, strided=False):
-    """ids (B, T) and E (V, d); ``strided``: E is the transpose of a (d, V) tensor and ids of a (T, B) one."""
+    """ids (B, T) and W (V, d); ``strided``: W is the transpose of a (d, V) tensor and ids of a (T, B) one."""
 
     def make():
         g = torch.Generator().manual_seed(seed)
-        E = randn_strided((V, d), g, dtype, (0, 1) if strided else None)
+        W = randn_strided((V, d), g, dtype, (0, 1) if strided else None)
         ids = _ids(g, B, T, V, top)
-        return "embed", ids.t().contiguous().t() if strided else ids, E
+        return "embed", ids.t().contiguous().t() if strided else ids, W
 
     return make
 
@@ -59,21 +60,21 @@ def _probe_case(seed, B, T, V, d):
 
     def make():
         g = torch.Generator().manual_seed(seed)
-        E = torch.randn(V, d, generator=g)  # (V, d)
-        E[V - 2:] = float("nan")
-        return "probe", _ids(g, B, T, V, top=V - 2), E
+        W = torch.randn(V, d, generator=g)  # (V, d)
+        W[V - 2:] = float("nan")
+        return "probe", _ids(g, B, T, V, top=V - 2), W
 
     return make
 
 
 def _tied_case(seed, B, T, V, d, dtype=torch.float32, *, strided=False):
-    """h (B, T, d) and E (V, d); ``strided``: h is a (T, B, d) tensor transposed, E a (d, V) one."""
+    """h (B, T, d) and W (V, d); ``strided``: h is a (T, B, d) tensor transposed, W a (d, V) one."""
 
     def make():
         g = torch.Generator().manual_seed(seed)
         h = randn_strided((B, T, d), g, dtype, (0, 1) if strided else None)
-        E = randn_strided((V, d), g, dtype, (0, 1) if strided else None) / math.sqrt(d)
-        return "tied", h, E
+        W = randn_strided((V, d), g, dtype, (0, 1) if strided else None) / math.sqrt(d)
+        return "tied", h, W
 
     return make
 
@@ -81,48 +82,48 @@ def _tied_case(seed, B, T, V, d, dtype=torch.float32, *, strided=False):
 # ------------------------------------------------------------------ diagnosis
 
 
-def _rows(E: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """Row ``ids[b, t]`` of ``E`` for every position, zeros where the id falls outside 0 .. V - 1."""
-    V = E.shape[0]
+def _rows(W: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Row ``ids[b, t]`` of ``W`` for every position, zeros where the id falls outside 0 .. V - 1."""
+    V = W.shape[0]
     inside = (ids >= 0) & (ids < V)
-    return E.double()[ids.clamp(0, V - 1)] * inside[..., None]  # (B, T, d)
+    return W.double()[ids.clamp(0, V - 1)] * inside[..., None]  # (B, T, d)
 
 
-def _embed_problem(out: torch.Tensor, ids: torch.Tensor, E: torch.Tensor) -> str:
-    d = E.shape[1]
+def _embed_problem(out: torch.Tensor, ids: torch.Tensor, W: torch.Tensor) -> str:
+    d = W.shape[1]
     known = [
-        ("the embeddings were multiplied by sqrt(d_model): this part asks for E x̃ alone (the model scales "
-         "the embeddings itself, afterwards)", lambda: _rows(E, ids) * math.sqrt(d)),
-        ("the embeddings were divided by sqrt(d_model): this part asks for E x̃ alone, with no scale",
-         lambda: _rows(E, ids) / math.sqrt(d)),
+        ("the embeddings were multiplied by sqrt(d_model): this part asks for one_hot(ids) @ W alone (the "
+         "model scales the embeddings itself, afterwards)", lambda: _rows(W, ids) * math.sqrt(d)),
+        ("the embeddings were divided by sqrt(d_model): this part asks for one_hot(ids) @ W alone, with no scale",
+         lambda: _rows(W, ids) / math.sqrt(d)),
         ("each id selects the wrong row, one off: id i is the one-hot vector with its 1 at position i "
-         "(counting from 0), which selects row i of E", lambda: _rows(E, ids - 1)),
+         "(counting from 0), which selects row i of W", lambda: _rows(W, ids - 1)),
         ("each id selects the wrong row, one off: id i is the one-hot vector with its 1 at position i "
-         "(counting from 0), which selects row i of E", lambda: _rows(E, ids + 1)),
+         "(counting from 0), which selects row i of W", lambda: _rows(W, ids + 1)),
     ]
-    if E.shape[0] == d:
-        known.insert(0, ("the word vectors are the rows of E, shape (V, d_model): the result is one_hot(ids) @ E "
-                         "(row ids[t] of E), not E times a one-hot column (a column of E)",
-                         lambda: _rows(E.t(), ids)))
+    if W.shape[0] == d:
+        known.insert(0, ("the word vectors are the rows of W (V, d_model), which is Eᵀ: the result is "
+                         "one_hot(ids) @ W, row ids[t] of W, not a column of W",
+                         lambda: _rows(W.t(), ids)))
     for message, compute in known:
-        if close(out.detach().double(), compute(), E.dtype):
+        if close(out.detach().double(), compute(), W.dtype):
             return message
-    return "the embeddings differ from one_hot(ids) @ E: each position gets the row of E that its id selects"
+    return "the embeddings differ from one_hot(ids) @ W: each position gets the row of W that its id selects"
 
 
-def _explain_failure(fn: Callable, ids: torch.Tensor, E: torch.Tensor, err: CheckFailed) -> None:
+def _explain_failure(fn: Callable, ids: torch.Tensor, W: torch.Tensor, err: CheckFailed) -> None:
     """If ``embed`` failed because of its one-hot vectors' width or dtype, and works once they fit, say so."""
     if "not implemented" in str(err) or "reference implementation" in str(err):
         return
     width = int(ids.max()) + 1
     retries = []
-    if width != E.shape[0]:
-        retries.append((E[:width], "embed fails when the largest id is below V - 1: the one-hot vectors need "
-                        "V = E.shape[0] entries, one per word of the vocabulary (F.one_hot(ids) alone makes "
+    if width != W.shape[0]:
+        retries.append((W[:width], "embed fails when the largest id is below V - 1: the one-hot vectors need "
+                        "V = W.shape[0] entries, one per word of the vocabulary (F.one_hot(ids) alone makes "
                         "ids.max() + 1)"))
-    if E.dtype != torch.float32:
-        retries.append((E.float(), f"embed fails for a {E.dtype} table E and works for float32: make the one-hot "
-                        "vectors in E's dtype (.to(E.dtype)), not float32"))
+    if W.dtype != torch.float32:
+        retries.append((W.float(), f"embed fails for a {W.dtype} table W and works for float32: make the one-hot "
+                        "vectors in W's dtype (.to(W.dtype)), not float32"))
     for table, message in retries:
         try:
             run_student(fn, ids, table, what="embed")
@@ -131,51 +132,51 @@ def _explain_failure(fn: Callable, ids: torch.Tensor, E: torch.Tensor, err: Chec
         raise CheckFailed(message) from None
 
 
-def _check_embed(fn: Callable, ids: torch.Tensor, E: torch.Tensor, *, probe: bool = False) -> None:
-    before = snapshot(ids, E)
+def _check_embed(fn: Callable, ids: torch.Tensor, W: torch.Tensor, *, probe: bool = False) -> None:
+    before = snapshot(ids, W)
     try:
-        result = run_student(fn, ids, E, what="embed")
+        result = run_student(fn, ids, W, what="embed")
     except CheckFailed as err:
-        _explain_failure(fn, ids, E, err)
+        _explain_failure(fn, ids, W, err)
         raise
-    out = require_tensor(result, "the result of embed(ids, E)")
+    out = require_tensor(result, "the result of embed(ids, W)")
     require_unchanged(before[:1], ids, message="embed changed ids in place; build new tensors instead")
     if not probe:
-        require_unchanged(before[1:], E, message="embed changed E in place; build new tensors instead")
+        require_unchanged(before[1:], W, message="embed changed W in place; build new tensors instead")
     B, T = ids.shape
-    if tuple(out.shape) in ((B, E.shape[1], T), (E.shape[1], B, T)):
+    if tuple(out.shape) in ((B, W.shape[1], T), (W.shape[1], B, T)):
         raise CheckFailed("the word vectors come out along the wrong axis: embed should return (B, T, d_model), "
-                          "one row vector per token (one-hot rows (B, T, V) times E (V, d_model))")
-    require_shape(out, (B, T, E.shape[1]), "embed should return (B, T, d_model): one vector of E per token")
-    if out.dtype != E.dtype:
-        raise CheckFailed(f"for a {E.dtype} table E the embeddings should be {E.dtype} too: make the one-hot "
-                          "vectors in E's dtype")
+                          "one row vector per token (one-hot rows (B, T, V) times W (V, d_model))")
+    require_shape(out, (B, T, W.shape[1]), "embed should return (B, T, d_model): one row of W per token")
+    if out.dtype != W.dtype:
+        raise CheckFailed(f"for a {W.dtype} table W the embeddings should be {W.dtype} too: make the one-hot "
+                          "vectors in W's dtype")
     if probe:
         if torch.isfinite(out).all():
-            raise CheckFailed("embed looks up rows (E[ids], index_select, ...) instead of multiplying one-hot vectors "
-                              "with E: a product reads every row of E, so a NaN in a row no id uses must show "
+            raise CheckFailed("embed looks up rows (W[ids], index_select, ...) instead of multiplying one-hot vectors "
+                              "with W: a product reads every row of W, so a NaN in a row no id uses must show "
                               "in the result")
         return
-    if not close(out, E[ids]):
-        raise CheckFailed(_embed_problem(out, ids, E))
+    if not close(out, W[ids]):
+        raise CheckFailed(_embed_problem(out, ids, W))
 
 
-def _check_tied(fn: Callable, h: torch.Tensor, E: torch.Tensor) -> None:
-    before = snapshot(h, E)
-    out = require_tensor(run_student(fn, h, E, what="tied_logits"), "the result of tied_logits(h, E)")
-    require_unchanged(before, h, E, message="tied_logits changed h or E in place; build new tensors instead")
+def _check_tied(fn: Callable, h: torch.Tensor, W: torch.Tensor) -> None:
+    before = snapshot(h, W)
+    out = require_tensor(run_student(fn, h, W, what="tied_logits"), "the result of tied_logits(h, W)")
+    require_unchanged(before, h, W, message="tied_logits changed h or W in place; build new tensors instead")
     B, T, d = h.shape
-    V = E.shape[0]
+    V = W.shape[0]
     require_shape(out, (B, T, V), "tied_logits should return (B, T, V): one score per word of the vocabulary")
     if out.dtype != h.dtype:
         raise CheckFailed(f"for {h.dtype} inputs the logits should be {h.dtype} too")
-    expected = h.double() @ E.double().t()  # (B, T, V)
+    expected = h.double() @ W.double().t()  # (B, T, V)
     if close(out, expected, h.dtype):
         return
     known = [
-        ("the logits were scaled by sqrt(d_model): the tied output layer is h Eᵀ, with no scale",
+        ("the logits were scaled by sqrt(d_model): the tied output layer is h Wᵀ, with no scale",
          expected * math.sqrt(d)),
-        ("the logits were divided by sqrt(d_model): the tied output layer is h Eᵀ, with no scale",
+        ("the logits were divided by sqrt(d_model): the tied output layer is h Wᵀ, with no scale",
          expected / math.sqrt(d)),
         ("tied_logits should return the logits (scores), not probabilities: leave the softmax to the loss",
          torch.softmax(expected, -1)),
@@ -183,12 +184,12 @@ def _check_tied(fn: Callable, h: torch.Tensor, E: torch.Tensor) -> None:
          torch.log_softmax(expected, -1)),
     ]
     if V == d:
-        known.insert(0, ("the logits are h E, not h Eᵀ: the score of word i is the dot product of h with row i "
-                         "of E, so multiply by the transpose", h.double() @ E.double()))
+        known.insert(0, ("the logits are h W, not h Wᵀ: the score of word i is the dot product of h with row i "
+                         "of W, so multiply by the transpose", h.double() @ W.double()))
     for message, variant in known:
         if close(out.detach().double(), variant, h.dtype):
             raise CheckFailed(message)
-    raise CheckFailed("the logits differ from h Eᵀ: the score of word i is the dot product of h with row i of E")
+    raise CheckFailed("the logits differ from h Wᵀ: the score of word i is the dot product of h with row i of W")
 
 
 def _check(embed_fn: Callable, tied_fn: Callable) -> Callable:
@@ -204,7 +205,7 @@ CHECK = Part(
     visible=(
         Case("embeddings", _embed_case(401, 2, 5, 8, 8)),
         Case("embeddings, a longer vocabulary", _embed_case(402, 3, 4, 11, 6)),
-        Case("embeddings are a product with E", _probe_case(403, 2, 5, 9, 4)),
+        Case("embeddings are a product with W", _probe_case(403, 2, 5, 9, 4)),
         Case("tied logits", _tied_case(404, 2, 3, 6, 6)),
         Case("tied logits, a longer vocabulary", _tied_case(405, 2, 4, 10, 4)),
     ),
@@ -212,11 +213,11 @@ CHECK = Part(
         Case("embeddings, ids below the last word", _embed_case(411, 3, 6, 12, 8, top=7), weight=2.0),
         Case("embeddings, batch of one, one token", _embed_case(412, 1, 1, 5, 4)),
         Case("embeddings, float64", _embed_case(413, 2, 5, 9, 6, torch.float64)),
-        Case("embeddings, non-contiguous ids and E", _embed_case(414, 3, 4, 7, 5, strided=True)),
-        Case("embeddings are a product with E, batch of one", _probe_case(415, 1, 3, 6, 8)),
+        Case("embeddings, non-contiguous ids and W", _embed_case(414, 3, 4, 7, 5, strided=True)),
+        Case("embeddings are a product with W, batch of one", _probe_case(415, 1, 3, 6, 8)),
         Case("tied logits, batch of one, one position", _tied_case(416, 1, 1, 7, 4)),
         Case("tied logits, float64", _tied_case(417, 2, 3, 8, 8, torch.float64), weight=2.0),
-        Case("tied logits, non-contiguous h and E", _tied_case(418, 3, 5, 9, 6, strided=True)),
+        Case("tied logits, non-contiguous h and W", _tied_case(418, 3, 5, 9, 6, strided=True)),
     ),
     check=_check,
     forbidden=FORBIDDEN,
