@@ -14,6 +14,7 @@ from attnbook.vit import (
     ViTConfig,
     attention_maps,
     attention_rollout,
+    class_token_share,
     mae_loss,
     patchify,
     random_masking,
@@ -188,6 +189,48 @@ def test_rollout_by_hand() -> None:
         attention_rollout(maps, head_fusion="sum")
     with pytest.raises(ValueError, match="maps\\[1\\]"):
         attention_rollout([maps[0], torch.rand(1, 2, 4, 4)])
+
+
+def test_class_token_share_against_a_loop_and_its_bounds() -> None:
+    torch.manual_seed(0)
+    rolled = attention_rollout([torch.rand(3, 2, 5, 5).softmax(-1) for _ in range(2)])  # (3, 5, 5)
+    selected = torch.tensor([[True, False, False, True], [False] * 4, [True] * 4])  # (3, N=4)
+    by_loop = [sum(rolled[b, 0, 1 + n] for n in range(4) if selected[b, n]) / rolled[b, 0, 1:].sum()
+               for b in range(3)]
+    torch.testing.assert_close(class_token_share(rolled, selected), torch.stack(by_loop))
+    assert class_token_share(rolled, selected)[1] == 0 and class_token_share(rolled, selected)[2] == 1
+    uniform = torch.full((1, 5, 5), 0.2)  # a map that ignores the image: the share is the patches' share
+    assert class_token_share(uniform, selected[:1]).item() == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="bool"):
+        class_token_share(rolled, selected.float())
+    with pytest.raises(ValueError, match=r"\(B, 1\+N, 1\+N\)"):
+        class_token_share(rolled[:, 0], selected)
+
+
+def test_decay_groups_leave_biases_norms_positions_and_class_token_undecayed() -> None:
+    from attnbook.vit.classify import decay_groups
+
+    model = tiny()
+    decayed, undecayed = decay_groups(model, 0.05)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert decayed["weight_decay"] == 0.05 and undecayed["weight_decay"] == 0.0
+    assert {names[id(p)] for p in undecayed["params"]} >= {"pos_embed", "cls_token", "norm.weight", "head.bias"}
+    assert all(p.dim() == 2 for p in decayed["params"])  # weight matrices only
+    assert len(decayed["params"]) + len(undecayed["params"]) == len(list(model.parameters()))
+
+
+def test_label_smoothing_changes_the_loss_the_recipe_minimises() -> None:
+    from attnbook.vit.classify import train_classifier
+
+    x, y = torch.rand(32, 1, 8, 8), torch.arange(32) % 10
+    losses = []
+    for smoothing in (0.0, 0.3):
+        torch.manual_seed(0)
+        history = train_classifier(tiny().train(), (x, y), (x, y), steps=3, label_smoothing=smoothing)
+        losses.append(history.train_loss[0])
+    assert losses[1] != pytest.approx(losses[0], abs=1e-3)  # same model and batch, another loss
+    with pytest.raises(ValueError, match="label_smoothing"):
+        train_classifier(tiny(), (x, y), (x, y), steps=1, label_smoothing=1.0)
 
 
 # ----------------------------------------------------------------------------- MAE

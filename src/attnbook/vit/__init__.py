@@ -3,7 +3,7 @@
 One concept per module, small to large: :mod:`~attnbook.vit.patches`
 (``patchify``, ``unpatchify``, ``PatchEmbedding``), :mod:`~attnbook.vit.model`
 (``ViTConfig``, ``ViT``), :mod:`~attnbook.vit.maps` (``attention_maps``,
-``attention_rollout``), :mod:`~attnbook.vit.mae` (``random_masking``,
+``attention_rollout``, ``class_token_share``), :mod:`~attnbook.vit.mae` (``random_masking``,
 ``mae_loss``, ``MAE``), :mod:`~attnbook.vit.boxes` (box formats, IoU and
 generalised IoU) and :mod:`~attnbook.vit.matching` (``matching_cost``,
 ``hungarian_match``). Names follow timm (``patch_size``, ``embed_dim``,
@@ -12,7 +12,7 @@ generalised IoU) and :mod:`~attnbook.vit.matching` (``matching_cost``,
 
 from attnbook.vit.boxes import box_area, box_cxcywh_to_xyxy, box_iou, box_xyxy_to_cxcywh, generalized_box_iou
 from attnbook.vit.mae import MAE, mae_loss, random_masking
-from attnbook.vit.maps import attention_maps, attention_rollout
+from attnbook.vit.maps import attention_maps, attention_rollout, class_token_share
 from attnbook.vit.matching import hungarian_match, matching_cost
 from attnbook.vit.model import VIT_PRESETS, ViT, ViTConfig
 from attnbook.vit.patches import PatchEmbedding, patchify, unpatchify
@@ -26,6 +26,7 @@ __all__ = [
     "ViT",
     "attention_maps",
     "attention_rollout",
+    "class_token_share",
     "random_masking",
     "mae_loss",
     "MAE",

@@ -1,6 +1,6 @@
 """What a ViT looks at: per-layer attention maps and attention rollout.
 
-``attention_maps`` -> ``attention_rollout``. A single layer's map from the
+``attention_maps`` -> ``attention_rollout`` -> ``class_token_share``. A single layer's map from the
 class token (row 0) to the patches shows where that layer reads from, but the
 tokens it reads are already mixtures of the input. *Attention rollout* follows
 the mixing through the stack: each layer's heads are fused into one (B, T, T)
@@ -21,7 +21,7 @@ import torch
 
 from attnbook.vit.model import ViT
 
-__all__ = ["attention_maps", "attention_rollout"]
+__all__ = ["attention_maps", "attention_rollout", "class_token_share"]
 
 _FUSIONS = ("mean", "max", "min")
 
@@ -84,3 +84,27 @@ def attention_rollout(
         fused = fused / fused.sum(dim=-1, keepdim=True)  # rows sum to 1 again
         rollout = fused if rollout is None else fused @ rollout  # (B, T, T): later layers on the left
     return rollout
+
+
+def class_token_share(rollout: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
+    """Per image, the share of the class token's mass on the patches that falls on ``selected`` ones: (B,).
+
+    ``rollout`` is (B, 1+N, 1+N) (from :func:`attention_rollout`, or one
+    layer's head-averaged weights); row 0's entries ``1..N`` are renormalised
+    over the patches, and those where ``selected`` (B, N) is True are summed.
+    Compared with ``selected.float().mean()``, it says whether the map favours
+    those patches (a ratio of 1: no more than their share).
+
+    >>> r = torch.tensor([[[0.2, 0.6, 0.2], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]])   # (B=1, 3, 3)
+    >>> class_token_share(r, torch.tensor([[True, False]]))   # 0.6 of the patches' 0.8
+    tensor([0.7500])
+    """
+    if rollout.dim() != 3 or rollout.shape[-1] != rollout.shape[-2]:
+        raise ValueError(f"rollout must have shape (B, 1+N, 1+N), got {tuple(rollout.shape)}")
+    if selected.shape != (rollout.shape[0], rollout.shape[-1] - 1) or selected.dtype != torch.bool:
+        raise ValueError(
+            f"selected must be a bool tensor of shape {(rollout.shape[0], rollout.shape[-1] - 1)} (B, N), "
+            f"got {selected.dtype} {tuple(selected.shape)}"
+        )
+    mass = rollout[:, 0, 1:]  # (B, N): the class token's row, patches only
+    return (mass * selected).sum(-1) / mass.sum(-1)
