@@ -31,6 +31,15 @@ EXERCISE = harness.Exercise("02-transformer")
 answers = harness.load(harness.ROOT / "autograder" / "fixtures" / "answers" / "02-transformer.py", "answers_02")
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """The checks run small models: one thread is many times faster than two that wait for each other."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def restore_torch():
     saved = torch.allclose
