@@ -22,22 +22,14 @@ from attnbook import grading
 from attnbook.grading._core import references_trapped, run_student
 from attnbook.grading.engine import Case, score_cases
 from attnbook.grading.errors import CheckFailed
-from attnbook.grading.transformer import _common, greedy, masks, mha, sdpa, sdpa_masks
+from attnbook.grading.transformer import _common, embeddings, greedy, loss, masks, mha, prenorm, sdpa, sdpa_masks
 
 _spec = importlib.util.spec_from_file_location("exercise_harness", Path(__file__).with_name("exercise_harness.py"))
 harness = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(harness)
 EXERCISE = harness.Exercise("02-transformer")
 answers = harness.load(harness.ROOT / "autograder" / "fixtures" / "answers" / "02-transformer.py", "answers_02")
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """The checks run small models: one thread is many times faster than two that wait for each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # the checks run tiny models
 
 
 @pytest.fixture
@@ -294,9 +286,6 @@ def test_a_module_that_changes_its_inputs_in_place_does_not_pass():
 
 
 # ------------------------------------------------------------- Parts 4, 8 and 10: embeddings, pre-norm, the loss
-
-from attnbook.grading.transformer import embeddings, loss, prenorm  # noqa: E402
-
 
 def test_embedding_cases_cover_the_edges_and_the_probe_hides_nan_in_unused_rows():
     made = [case.make() for case in embeddings.CHECK.visible + embeddings.CHECK.hidden]
