@@ -11,8 +11,8 @@ Where things live:
   :mod:`._core` and :mod:`._compare`: what every part shares;
 * one subpackage per chapter, one module per graded part, named after the
   package module it grades: :mod:`.rnn` (chapter 1), :mod:`.transformer`
-  (chapter 2; its checks are also importable from here, as its notebook
-  does), :mod:`.bert` (chapter 3), :mod:`.gpt` (chapter 4), :mod:`.imagegpt`
+  (chapter 2; its first eight checks are also importable from here, as
+  older notebooks did), :mod:`.bert` (chapter 3), :mod:`.gpt` (chapter 4), :mod:`.imagegpt`
   (chapter 5), :mod:`.vit` (chapter 6);
 * :mod:`.fixtures`: the random models and losses handed to student code;
 * :mod:`.judge`, :mod:`._remote`, :mod:`._worker`, :mod:`._wire`,
