@@ -177,6 +177,15 @@ def sublayer_problem(module, checks) -> str | None:
     return None
 
 
+def encoder_sublayer_problem(module, ref, x: torch.Tensor, mask) -> str | None:
+    """:func:`sublayer_problem` for an encoder block: its ``self_attn`` and ``ffn`` beside the reference's."""
+    return sublayer_problem(module, (
+        ("self_attn", ref.self_attn, (x,), {} if mask is None else {"mask": mask},
+         MHA_PROBLEM.format(name="self_attn")),
+        ("ffn", ref.ffn, (x,), {}, FFN_PROBLEM),
+    ))
+
+
 def first_match(out: torch.Tensor, variants, fallback: str) -> CheckFailed:
     """The failure for ``out``: the message of the first ``(message, compute)`` whose output it matches."""
     with torch.no_grad():

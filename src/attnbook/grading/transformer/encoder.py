@@ -19,8 +19,8 @@ from .._compare import close
 from ..engine import Case, Part
 from ..errors import CheckFailed
 from ._common import (
-    FFN_PROBLEM, FORBIDDEN_BLOCKS, MHA_PROBLEM, MODE_MESSAGES, TR, block_case, build_beside, first_match, run_block,
-    sublayer_problem, sublayers,
+    FORBIDDEN_BLOCKS, MODE_MESSAGES, TR, block_case, build_beside, encoder_sublayer_problem, first_match, run_block,
+    sublayers,
 )
 
 
@@ -32,11 +32,7 @@ def _check(cls: Callable) -> Callable:
         out, expected = run_block(module, ref, x, (), {"mask": mask}, what)
         if close(out, expected):
             return
-        problem = sublayer_problem(module, (
-            ("self_attn", ref.self_attn, (x,), {} if mask is None else {"mask": mask},
-             MHA_PROBLEM.format(name="self_attn")),
-            ("ffn", ref.ffn, (x,), {}, FFN_PROBLEM),
-        ))
+        problem = encoder_sublayer_problem(module, ref, x, mask)
         if problem:
             raise CheckFailed(problem)
         sa = lambda h, m=mask: ref.self_attn(h, mask=m)[0]  # noqa: E731

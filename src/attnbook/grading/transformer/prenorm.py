@@ -23,8 +23,7 @@ from .._compare import close
 from ..engine import Case, Part
 from ..errors import CheckFailed
 from ._common import (
-    FFN_PROBLEM, FORBIDDEN_BLOCKS, MHA_PROBLEM, TR, block_case, build_beside, first_match, run_block,
-    sublayer_problem,
+    FORBIDDEN_BLOCKS, TR, block_case, build_beside, encoder_sublayer_problem, first_match, run_block,
 )
 
 
@@ -90,11 +89,7 @@ def _check(cls: Callable) -> Callable:
         if not torch.equal(out, again):
             raise CheckFailed("the output changes from one call to the next in eval mode: dropout must be off "
                               "after model.eval() (use nn.Dropout modules, or F.dropout(x, p, self.training))")
-        problem = sublayer_problem(module, (
-            ("self_attn", ref.self_attn, (x,), {} if mask is None else {"mask": mask},
-             MHA_PROBLEM.format(name="self_attn")),
-            ("ffn", ref.ffn, (x,), {}, FFN_PROBLEM),
-        ))
+        problem = encoder_sublayer_problem(module, ref, x, mask)
         if problem:
             raise CheckFailed(problem)
         sa = lambda h, m=mask: ref.self_attn(h, mask=m)[0]  # noqa: E731
