@@ -172,9 +172,11 @@ def test_finetune_frozen_layers_stay_put_and_head_learns():
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
     assert trainable == sum(p.numel() for p in model.parameters() if p.requires_grad)
     history = finetune(model, ids[:200], labels[:200], ids[200:], labels[200:], steps=120, lr=3e-3,
-                       device="cpu", eval_every=120)
+                       device="cpu", eval_every=60, also_score={"train": (ids[:200], labels[:200])})
     assert all(torch.equal(p, frozen[n]) for n, p in model.named_parameters() if n in frozen)
     assert history.evals[-1]["accuracy"] > 0.85
+    assert [e["step"] for e in history.evals] == [60, 120]
+    assert history.evals[-1]["train_accuracy"] == classification_accuracy(model, ids[:200], labels[:200])
     assert classification_accuracy(model, ids[200:], labels[200:], chunk=5) == history.evals[-1]["accuracy"]
     with pytest.raises(ValueError, match="same length"):
         finetune(model, ids, labels[:3], ids, labels, steps=1)
