@@ -22,6 +22,7 @@ def test_a_clean_page_passes():
             '<script src="_static/mathjax/tex-svg.js"></script>'
             '<div class="cell_output"><pre>loss 2.31</pre></div>'
             '<div class="highlight"><pre>loss = F.cross_entropy(logits, targets)</pre></div>'
+            '<div class="dropdown-launch-buttons"><img alt="Binder logo" src="logo.svg">Binder</div>'
             r'<div class="math">\[ p(x) = \prod_t p(x_t \mid x_{<t}) \]</div>')
     assert lint.lint_page(page(body)) == []
 
