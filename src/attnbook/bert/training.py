@@ -374,7 +374,7 @@ FINETUNE_RECIPE = {"steps": 550, "batch_size": 64, "lr": 1e-3, "warmup_steps": 5
 """Chapter 3's recipe for :func:`finetune` on all 8,456 movie sentences (a ``cpu-tiny`` BERT, rows of
 48 tokens, the vocabulary of the 8,000 most frequent words of those sentences), chosen on the
 validation sentences: a batch of 64 reached 73 % in 110 steps where 32 reached 62-67 %, and
-a peak learning rate of 2e-3 diverged on two seeds of three (``benchmarks/bench_bert_pretraining.py
+a peak learning rate of 2e-3 diverged in two runs of three (``benchmarks/bench_bert_pretraining.py
 --scratch-seeds`` measures it on three seeds)."""
 
 
