@@ -83,6 +83,15 @@ class Nbgrader:
         self("generate_assignment", assignment, "--force")
         return self.state / "_release" / assignment / NOTEBOOK
 
+    def generate_each(self, wanted: list[str]) -> None:
+        """``generate`` for each of ``wanted``: one nbgrader process for all of them when they are all
+        the assignments (its start-up, about 3 s, is most of the cost), else one each."""
+        if sorted(wanted) == assignments():
+            self("generate_assignment", "*", "--force")
+        else:
+            for assignment in wanted:
+                self.generate(assignment)
+
 
 # ------------------------------------------------------------------ release
 
@@ -93,8 +102,9 @@ def release(state: Path, check: bool) -> int:
         state = Path(tempfile.mkdtemp(prefix="attnbook-release-"))
     nbgrader = Nbgrader(state)
     stale = []
+    nbgrader.generate_each(assignments())
     for assignment in assignments():
-        generated = nbgrader.generate(assignment)
+        generated = nbgrader.state / "_release" / assignment / NOTEBOOK
         target = CHAPTERS / assignment / NOTEBOOK
         if check:
             if not target.exists() or not filecmp.cmp(generated, target, shallow=False):
@@ -287,12 +297,10 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int) -> int:
         context = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
             pending = [pool.submit(_grade_one, job) for job in jobs_list]
-            for assignment in graded:  # nbgrader's own steps run while the judges work
-                nbgrader.generate(assignment)  # records the grade cells in the gradebook
+            nbgrader.generate_each(graded)  # records the grade cells in the gradebook, while the judges work
             results = [future.result() for future in pending]
     else:
-        for assignment in graded:
-            nbgrader.generate(assignment)
+        nbgrader.generate_each(graded)
         results = [_grade_one(job) for job in jobs_list]
     _record(nbgrader.db_url, results)
     for result in results:
@@ -308,11 +316,9 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int) -> int:
             for extra in (submitted / student / assignment).iterdir():  # timestamp.txt, the exchange's secret
                 if extra.is_file() and extra.name != NOTEBOOK:
                     shutil.copy2(extra, autograded.parent / extra.name)
-    with concurrent.futures.ThreadPoolExecutor(jobs) as feedback:  # one nbgrader process per assignment
-        done = list(feedback.map(lambda a: nbgrader("generate_feedback", a, "--force", check=False), graded))
-    with open(nbgrader.state / "grading.log", "w") as fh:
-        for assignment, run in zip(graded, done):
-            fh.write(f"$ nbgrader generate_feedback {assignment}\n{run.stdout}{run.stderr}\n")
+    # One nbgrader process writes every feedback page: autograded/ holds exactly the graded submissions.
+    done = nbgrader("generate_feedback", "*", "--force", check=False)
+    (nbgrader.state / "grading.log").write_text(f"$ nbgrader generate_feedback '*'\n{done.stdout}{done.stderr}\n")
     write_csv(results, out)
     print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'} (sandbox: {_isolation()})")
     return 0
