@@ -52,12 +52,13 @@ def sdpa(q, k, v):
 """
 
 
-def grade(source, tmp_path, monkeypatch, seconds=20):
+def grade(source, tmp_path, monkeypatch, seconds=20, part=PART, name="sdpa", points=3):
+    """Judge ``source`` on ``part`` (its function ``name``) in a real worker: (result, worker)."""
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", str(seconds))
     worker = judge.open_worker(tmp_path, [ROOT])
     try:
-        calls = [judge.TestCall(PART, ("sdpa",), None), judge.TestCall(PART, ("sdpa",), 3)]
-        result = judge.judge_part(worker, [source], calls, 3)
+        calls = [judge.TestCall(part, (name,), None), judge.TestCall(part, (name,), points)]
+        result = judge.judge_part(worker, [source], calls, points)
     finally:
         worker.close()
     return result, worker
@@ -157,12 +158,6 @@ def test_a_compiled_class_is_trapped_under_every_name(route, tmp_path, monkeypat
     """tokenizers' Tokenizer is Rust: its methods cannot be replaced, so each name it has is."""
     source = (f"import tokenizers, tokenizers.models\ndef count(text):\n"
               f"    {route}(tokenizers.models.BPE())\n    return len(text)")
-    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "20")
-    worker = judge.open_worker(tmp_path, [ROOT])
-    try:
-        calls = [judge.TestCall(TOKENIZER_PART, ("count",), None), judge.TestCall(TOKENIZER_PART, ("count",), 2)]
-        result = judge.judge_part(worker, [source], calls, 2)
-    finally:
-        worker.close()
+    result, worker = grade(source, tmp_path, monkeypatch, part=TOKENIZER_PART, name="count", points=2)
     assert result.score == 0 and "calls the reference implementation" in result.message
     assert worker.called
