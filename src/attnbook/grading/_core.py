@@ -191,3 +191,16 @@ def load_reference_parameters(module: torch.nn.Module, reference: torch.nn.Modul
         for name, param in theirs.items():
             mine[name].copy_(param)
 
+
+def build_loaded(cls: object, args: tuple, reference: torch.nn.Module, dtype: torch.dtype, what: str,
+                 signature: str = "") -> torch.nn.Module:
+    """The student's ``cls(*args)`` in ``dtype``, with ``reference``'s parameters, in eval mode.
+
+    ``what`` names the class in messages, ``signature`` its arguments, e.g.
+    ``build_loaded(cls, (8, 2), ref, torch.float32, "ClsClassifier", "(hidden_size, num_labels)")``.
+    """
+    module = build_module(cls, *args, what=what + signature)
+    run_method(module, "to", dtype, what=f"{what}.to")
+    load_reference_parameters(module, reference, what)
+    run_method(module, "eval", what=f"{what}.eval")
+    return module

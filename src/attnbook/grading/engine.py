@@ -19,8 +19,10 @@ visible cases and raises :class:`CheckFailed` at the first failure;
 object is what the judge runs on proxies of the worker's objects, with
 ``forbidden`` removed from the worker's copy of attnbook and ``kernels``
 refused there. A ``check_one`` compares outputs with the reference and names
-known mistakes with :func:`diagnose`; the steps every part repeats live in
-:mod:`.steps`.
+known mistakes with :func:`first_match`; a part whose test cell passes two
+functions dispatches with :func:`by_kind`. The steps that parts share
+(snapshots, result shapes, a whole scalar-loss check) live in :mod:`.steps`;
+:func:`._core.build_loaded` builds the student's module beside the reference.
 """
 
 from __future__ import annotations
@@ -52,14 +54,57 @@ class Mistake:
     compute: Callable[..., torch.Tensor]  # the wrong output, from the same arguments as the case
 
 
+def first_match(got: object, variants: Iterable[tuple[str, object]], fallback: str,
+                dtype: torch.dtype | None = None, *, matches: Callable[[object, object], bool] | None = None
+                ) -> CheckFailed:
+    """The failure for a wrong ``got``: the message of the first variant it matches, else ``fallback``.
+
+    A variant is ``(message, output)``, the output a tensor, ``None`` (does
+    not apply) or a function computing it (skipped when it does not run on
+    these shapes). Tensors match within the tolerance of ``dtype``, else of
+    the variant's dtype; ``matches(got, output)`` replaces that test.
+
+    >>> str(first_match(torch.ones(2), [("doubled", lambda: torch.full((2,), 2.0)),
+    ...                                 ("ones", torch.ones(2))], "differs"))
+    'ones'
+    """
+    with torch.no_grad():
+        for message, variant in variants:
+            if callable(variant):
+                try:
+                    variant = variant()
+                except (RuntimeError, ValueError):
+                    continue
+            if variant is None:
+                continue
+            if matches(got, variant) if matches else close(got.detach().double(), variant.double(),
+                                                           dtype or variant.dtype):
+                return CheckFailed(message)
+    return CheckFailed(fallback)
+
+
 def diagnose(got: torch.Tensor, mistakes: Iterable[Mistake], args: Sequence, fallback: str,
              dtype: torch.dtype = torch.float32) -> CheckFailed:
     """The failure to raise for a wrong output: the first mistake it matches, else ``fallback``."""
-    for mistake in mistakes:
-        variant = mistake.compute(*args)
-        if variant is not None and close(got.detach().double(), variant.double(), dtype):
-            return CheckFailed(mistake.message)
-    return CheckFailed(fallback)
+    return first_match(got, ((m.message, lambda m=m: m.compute(*args)) for m in mistakes), fallback, dtype)
+
+
+def by_kind(**checks: Callable[..., None]) -> Callable[..., Callable[..., None]]:
+    """The ``check`` of a part whose test cell passes several functions, each with cases of its own.
+
+    ``by_kind(encode=_check_encode, decode=_check_decode)`` is called with the
+    student's ``(encode, decode)``; a case ``("decode", *args)`` then runs
+    ``_check_decode(decode, *args)``.
+    """
+    def check(*functions: Callable) -> Callable[..., None]:
+        students = dict(zip(checks, functions))
+
+        def check_one(kind: str, *args) -> None:
+            checks[kind](students[kind], *args)
+
+        return check_one
+
+    return check
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ weights; a loss through its ``__wire__``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from attnbook.gpt import GPT, GPTConfig
@@ -37,20 +39,26 @@ def greedy_test_model(seed: int = 0, eos_bias: float = 1.0, *, vocab: int = 11) 
     return model.eval()
 
 
-def perplexity_test_model(seed: int = 0, *, vocab_size: int = 12, block_size: int = 8) -> torch.nn.Module:
-    """A small random GPT whose predictions are far from uniform (its weights are large), in eval mode.
+def far_from_uniform(build: Callable[[], torch.nn.Module], seed: int, std: float) -> torch.nn.Module:
+    """``build()`` under ``seed``, its weight matrices redrawn from N(0, std²), in eval mode.
 
-    The global random state is left as it was.
+    Large weights make the predictions far from uniform, so that a wrong
+    probability shows. The global random state is left as it was.
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        cfg = GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=2, n_head=2, n_embd=16)
-        model = GPT(cfg)
+        model = build()
         with torch.no_grad():
             for p in model.parameters():
                 if p.dim() > 1:
-                    p.normal_(0.0, 0.6)
+                    p.normal_(0.0, std)
     return model.eval()
+
+
+def perplexity_test_model(seed: int = 0, *, vocab_size: int = 12, block_size: int = 8) -> torch.nn.Module:
+    """A small random GPT whose predictions are far from uniform, in eval mode."""
+    cfg = GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=2, n_head=2, n_embd=16)
+    return far_from_uniform(lambda: GPT(cfg), seed, 0.6)
 
 
 class HardAttentionLoss:

@@ -1,13 +1,17 @@
-"""Steps that many parts' ``check_one`` share: snapshots against changes in place, result shapes.
+"""Steps that many parts' ``check_one`` share: snapshots, result shapes, scalars, a whole loss check.
 
 Chapters add a step here when a second part needs it (never a copy in a chapter).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
-from ._compare import require_tensor
+from ._compare import close, require_tensor
+from ._core import run_student
+from .engine import first_match
 from .errors import CheckFailed
 
 
@@ -61,3 +65,58 @@ def require_int_list(result: object, what: str) -> list[int]:
     ):
         raise CheckFailed(f"{what} should be a list of ints, got {type(result).__name__}")
     return list(result)
+
+
+def require_scalar(result: object, what: str, hint: str = "") -> torch.Tensor:
+    """``result`` as a 0-dim tensor, or a failure saying that ``what`` returns one number (``hint``: how to get it).
+
+    >>> require_scalar(0.5, "mlm_loss")
+    Traceback (most recent call last):
+    attnbook.grading.errors.CheckFailed: mlm_loss should return a tensor (a float from .item() cannot be ...
+    """
+    if isinstance(result, float):
+        raise CheckFailed(f"{what} should return a tensor (a float from .item() cannot be back-propagated)")
+    value = require_tensor(result, f"the result of {what}")
+    if value.dim() != 0:
+        raise CheckFailed(f"{what} should return one number (a 0-dim tensor), got shape {tuple(value.shape)}{hint}")
+    return value
+
+
+def require_same_gradient(value: torch.Tensor, logits: torch.Tensor,
+                          reference: Callable[[torch.Tensor], torch.Tensor], what: str = "the loss") -> None:
+    """Raise unless ``value``'s gradient with respect to ``logits`` equals that of ``reference(logits)``."""
+    if not value.requires_grad:
+        raise CheckFailed(f"{what} is detached from the logits: backward() must reach them")
+    (got,) = torch.autograd.grad(value, logits)
+    ref = logits.detach().clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad(reference(ref), ref)
+    if not close(got, expected):
+        raise CheckFailed(f"{what} has the right value but the wrong gradient")
+
+
+def check_loss(fn: Callable, logits: torch.Tensor, targets: torch.Tensor, grad: bool, *, what: str,
+               reference: Callable, variants: Callable, fallback: str, targets_name: str, hint: str = "",
+               value_name: str = "the loss", explain: Callable | None = None) -> None:
+    """Check the student's ``fn(logits, targets)``, a scalar loss, against ``reference(logits, targets)``.
+
+    In order: nothing changed in place, one number of the logits' dtype, the
+    value (a wrong one named by ``variants(logits, targets)``, a list of
+    ``(message, value)``, else ``fallback``) and, with ``grad``, the gradient.
+    ``explain(fn, logits, targets, err)`` may replace a crash's message.
+    """
+    logits = logits.detach().clone().requires_grad_(grad)  # clone keeps the strides of a transposed view
+    before = snapshot(logits, targets)
+    try:
+        result = run_student(fn, logits, targets, what=what)
+    except CheckFailed as err:
+        if explain is not None:
+            explain(fn, logits, targets, err)
+        raise
+    require_unchanged(before, logits, targets, message=f"{what} changed logits or {targets_name} in place")
+    value = require_scalar(result, what, hint)
+    if value.dtype != logits.dtype:
+        raise CheckFailed(f"for {logits.dtype} logits {value_name} should be {logits.dtype} too")
+    if not close(value.detach(), reference(logits.detach(), targets)):
+        raise first_match(value, variants(logits, targets), fallback, torch.float32)
+    if grad:
+        require_same_gradient(value, logits, lambda ref: reference(ref, targets), value_name)

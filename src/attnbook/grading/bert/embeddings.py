@@ -15,8 +15,8 @@ from collections.abc import Callable
 import torch
 
 from .._compare import close, require_tensor
-from .._core import build_module, load_reference_parameters, run_method, run_student
-from ..engine import Case, Part
+from .._core import build_loaded, run_student
+from ..engine import Case, Part, by_kind, first_match
 from ..errors import CheckFailed
 from ..steps import require_int_list, require_shape
 from ._common import BERT, small_config
@@ -103,11 +103,8 @@ def _variants(ref, ids: torch.Tensor, seg: torch.Tensor):
 
 def _check_embed(cls: Callable, seed, sizes, ids, seg, dtype) -> None:
     ref = _reference(sizes, seed, dtype)
-    what = "BertEmbeddings(vocab_size, hidden_size, max_position_embeddings, type_vocab_size)"
-    module = build_module(cls, *sizes, what=what)
-    run_method(module, "to", dtype, what="BertEmbeddings.to")
-    load_reference_parameters(module, ref, "BertEmbeddings")
-    run_method(module, "eval", what="BertEmbeddings.eval")
+    module = build_loaded(cls, sizes, ref, dtype, "BertEmbeddings",
+                          "(vocab_size, hidden_size, max_position_embeddings, type_vocab_size)")
     with torch.no_grad():
         result = run_student(module, ids.clone(), seg.clone(), what="BertEmbeddings.forward")
         expected = ref(ids, seg)
@@ -115,23 +112,12 @@ def _check_embed(cls: Callable, seed, sizes, ids, seg, dtype) -> None:
     require_shape(out, tuple(expected.shape), "the output of BertEmbeddings should have shape (B, T, hidden_size)")
     if out.dtype != expected.dtype:
         raise CheckFailed(f"for {dtype} weights the output should be {dtype} too")
-    if close(out, expected):
-        return
-    with torch.no_grad():
-        for message, compute in _variants(ref, ids, seg):
-            if close(out, compute()):
-                raise CheckFailed(message)
-    raise CheckFailed("the output differs from LayerNorm(word + segment + position embeddings)")
+    if not close(out, expected):
+        raise first_match(out, _variants(ref, ids, seg), "the output differs from LayerNorm(word + segment + "
+                          "position embeddings)")
 
 
-def _check(input_fn: Callable, cls: Callable) -> Callable:
-    def check_one(kind, *args):
-        if kind == "input":
-            _check_input(input_fn, *args)
-        else:
-            _check_embed(cls, *args)
-
-    return check_one
+_check = by_kind(input=_check_input, embed=_check_embed)
 
 
 CHECK = Part(

@@ -12,11 +12,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from .._compare import close, require_tensor
-from .._core import run_student
 from ..engine import Case, Part
-from ..errors import CheckFailed
-from ..steps import require_unchanged, snapshot
+from ..steps import check_loss
 from ._common import BERT, IGNORE
 
 
@@ -56,32 +53,9 @@ def _variants(logits: torch.Tensor, labels: torch.Tensor):
 
 def _check(fn: Callable) -> Callable:
     def check_one(logits, labels, *mode):
-        grad = mode == ("grad",)
-        logits = logits.detach().clone().requires_grad_(grad)
-        before = snapshot(logits, labels)
-        result = run_student(fn, logits, labels, what="mlm_loss")
-        if isinstance(result, float):
-            raise CheckFailed("mlm_loss should return a tensor (a float from .item() cannot be back-propagated)")
-        loss = require_tensor(result, "the result of mlm_loss")
-        require_unchanged(before, logits, labels, message="mlm_loss changed logits or labels in place")
-        if loss.dim() != 0:
-            raise CheckFailed(f"mlm_loss should return one number (a 0-dim tensor), got shape {tuple(loss.shape)}")
-        if loss.dtype != logits.dtype:
-            raise CheckFailed(f"for {logits.dtype} logits the loss should be {logits.dtype} too")
-        reference = BERT.mlm_loss(logits.detach(), labels)
-        if not close(loss.detach(), reference):
-            for message, variant in _variants(logits, labels):
-                if close(loss.detach().double(), variant, torch.float32):
-                    raise CheckFailed(message)
-            raise CheckFailed("the loss differs from the mean cross-entropy over the positions whose label is not -100")
-        if grad:
-            if not loss.requires_grad:
-                raise CheckFailed("the loss is detached from the logits: loss.backward() must reach them")
-            (g,) = torch.autograd.grad(loss, logits)
-            ref = logits.detach().clone().requires_grad_(True)
-            (g_ref,) = torch.autograd.grad(BERT.mlm_loss(ref, labels), ref)
-            if not close(g, g_ref):
-                raise CheckFailed("the loss has the right value but the wrong gradient")
+        check_loss(fn, logits, labels, mode == ("grad",), what="mlm_loss", reference=BERT.mlm_loss,
+                   variants=_variants, targets_name="labels", fallback="the loss differs from the mean "
+                   "cross-entropy over the positions whose label is not -100")
 
     return check_one
 

@@ -59,11 +59,11 @@ def _greedy(word: str, vocab, unk: str, *, longest=True, hashes=True, whole_word
 
 MISTAKES = (
     ("the shortest match was taken: WordPiece takes the longest piece in the vocabulary at each step",
-     dict(longest=False)),
+     {"longest": False}),
     ("the ## prefix is missing: a piece that continues a word is looked up, and returned, as ##piece",
-     dict(hashes=False)),
+     {"hashes": False}),
     ("only the piece that matched nothing became unknown: if any part of a word cannot be matched, the whole "
-     "word is [UNK] (a single unk_token)", dict(whole_word_unk=False)),
+     "word is [UNK] (a single unk_token)", {"whole_word_unk": False}),
 )
 
 

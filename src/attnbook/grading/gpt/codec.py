@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, by_kind
 from ..errors import CheckFailed
 from ..steps import require_int_list, require_unchanged, snapshot
 from ._common import LIBRARIES, N_BYTES, TOK, Pair, text_merge
@@ -180,14 +180,7 @@ def _check_decode(decode: Callable, ids: list, merges: dict) -> None:
         raise CheckFailed(_diagnose_decode(result, ids, merges))
 
 
-def _check(encode: Callable, decode: Callable) -> Callable:
-    def check(kind, *args):
-        if kind == "encode":
-            _check_encode(encode, *args)
-        else:
-            _check_decode(decode, *args)
-
-    return check
+_check = by_kind(encode=_check_encode, decode=_check_decode)
 
 
 FORBIDDEN = (

@@ -8,11 +8,10 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from .._compare import close, require_tensor
 from .._core import run_student
 from ..engine import Case, Part
+from ..steps import check_loss
 from ..errors import CheckFailed
-from ..steps import require_unchanged, snapshot
 from ._common import GPT
 
 __all__ = ["check_next_token_loss"]
@@ -90,37 +89,10 @@ def _explain_size_one(fn: Callable, logits: torch.Tensor, ids: torch.Tensor, err
 
 def _check(fn: Callable) -> Callable:
     def check(logits, ids, *mode):
-        grad = mode == ("grad",)
-        logits = logits.detach().clone().requires_grad_(grad)  # clone keeps the strides of a transposed view
-        before = snapshot(logits, ids)
-        try:
-            result = run_student(fn, logits, ids, what="next_token_loss")
-        except CheckFailed as err:
-            _explain_size_one(fn, logits, ids, err)
-            raise
-        if isinstance(result, float):
-            raise CheckFailed("next_token_loss should return a tensor (a float from .item() cannot be "
-                              "back-propagated)")
-        loss = require_tensor(result, "the result of next_token_loss")
-        require_unchanged(before, logits, ids, message="next_token_loss changed logits or ids in place")
-        if loss.dim() != 0:
-            raise CheckFailed(f"next_token_loss should return one number (a 0-dim tensor), got shape "
-                              f"{tuple(loss.shape)}: take the mean over every prediction")
-        if loss.dtype != logits.dtype:
-            raise CheckFailed(f"for {logits.dtype} logits the loss should be {logits.dtype} too")
-        if not close(loss.detach(), GPT.next_token_loss(logits.detach(), ids)):
-            for message, variant in _variants(logits, ids):
-                if close(loss.detach().double(), variant, torch.float32):
-                    raise CheckFailed(message)
-            raise CheckFailed("the loss differs from the mean cross-entropy of logits[:, :-1] against ids[:, 1:]")
-        if grad:
-            if not loss.requires_grad:
-                raise CheckFailed("the loss is detached from the logits: loss.backward() must reach them")
-            (g,) = torch.autograd.grad(loss, logits)
-            ref = logits.detach().clone().requires_grad_(True)
-            (g_ref,) = torch.autograd.grad(GPT.next_token_loss(ref, ids), ref)
-            if not close(g, g_ref):
-                raise CheckFailed("the loss has the right value but the wrong gradient")
+        check_loss(fn, logits, ids, mode == ("grad",), what="next_token_loss", reference=GPT.next_token_loss,
+                   variants=_variants, targets_name="ids", hint=": take the mean over every prediction",
+                   fallback="the loss differs from the mean cross-entropy of logits[:, :-1] against ids[:, 1:]",
+                   explain=_explain_size_one)
 
     return check
 

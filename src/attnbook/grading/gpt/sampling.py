@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from .._compare import require_tensor
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_shape, require_unchanged, snapshot
 from ._common import GPT
@@ -29,6 +29,7 @@ __all__ = ["check_sample_next"]
 
 DRAWS = 8000  # draws per row of logits in one case
 Z = 6.0  # per-token bound in standard deviations
+OUTSIDE_TOP_K = "tokens outside the top k were drawn: only the top_k most likely tokens may be drawn"
 
 
 def _case(seed: int, rows: int, V: int, temperature: float, top_k: int | None, *mode: str,
@@ -155,8 +156,7 @@ def _check(fn: Callable) -> Callable:
             for k in range(3):
                 (i,) = _draw(fn, distinct, temperature, top_k, seed + k, seed + k).tolist()
                 if not allowed[i]:
-                    raise CheckFailed("tokens outside the top k were drawn: only the top_k most likely tokens may "
-                                      "be drawn")
+                    raise CheckFailed(OUTSIDE_TOP_K)
             return
         logits = distinct.repeat_interleave(DRAWS, dim=0)  # (rows * N, V): row r repeated N times
         if mode == ("strided",):
@@ -166,20 +166,14 @@ def _check(fn: Callable) -> Callable:
             _check_generator(fn, logits, temperature, top_k, seed, ids, mode[0])
         counts = F.one_hot(ids.view(rows, DRAWS), V).sum(1).double()  # (rows, V)
         expected = probs(distinct, temperature, top_k)
-        if fits(counts, expected, DRAWS):
-            return
-        for message, variant in variants(distinct, temperature, top_k):
-            if fits(counts, variant, DRAWS):
-                raise CheckFailed(message)
-        if top_k is not None and bool(((expected == 0) & (counts > 0)).any()):
-            raise CheckFailed("tokens outside the top k were drawn: only the top_k most likely tokens may be drawn")
-        raise CheckFailed("the draws do not follow softmax(logits / temperature) restricted to the top_k largest "
-                          "logits")
+        if not fits(counts, expected, DRAWS):
+            outside = top_k is not None and bool(((expected == 0) & (counts > 0)).any())
+            raise first_match(counts, variants(distinct, temperature, top_k), OUTSIDE_TOP_K if outside else
+                              "the draws do not follow softmax(logits / temperature) restricted to the top_k "
+                              "largest logits", matches=lambda got, variant: fits(got, variant, DRAWS))
 
     return check
 
 
-FORBIDDEN = ("attnbook.gpt.next_token_probs", "attnbook.gpt.generate")
-
 check_sample_next = Part(name="check_sample_next", visible=VISIBLE, hidden=HIDDEN, check=_check,
-                         forbidden=FORBIDDEN)
+                         forbidden=("attnbook.gpt.next_token_probs", "attnbook.gpt.generate"))

@@ -14,11 +14,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from .._compare import close, require_tensor
-from .._core import run_student
 from ..engine import Case, Part
-from ..errors import CheckFailed
-from ..steps import require_unchanged, snapshot
+from ..steps import check_loss
 from ._common import IG
 
 __all__ = ["check_bits_per_dim"]
@@ -71,34 +68,10 @@ def _variants(logits: torch.Tensor, targets: torch.Tensor):
 
 def _check(fn: Callable) -> Callable:
     def check(logits, targets, *mode):
-        grad = mode == ("grad",)
-        logits = logits.detach().clone().requires_grad_(grad)  # clone keeps the strides of a transposed view
-        before = snapshot(logits, targets)
-        result = run_student(fn, logits, targets, what="bits_per_dim")
-        require_unchanged(before, logits, targets, message="bits_per_dim changed logits or targets in place")
-        if isinstance(result, float):
-            raise CheckFailed("bits_per_dim should return a tensor (a float from .item() cannot be "
-                              "back-propagated)")
-        bpd = require_tensor(result, "the result of bits_per_dim")
-        if bpd.dim() != 0:
-            raise CheckFailed(f"bits_per_dim should return one number (a 0-dim tensor), got shape "
-                              f"{tuple(bpd.shape)}: take the mean over every pixel")
-        expected = IG.bits_per_dim(logits.detach(), targets)
-        if not close(bpd.detach(), expected, logits.dtype):
-            for message, variant in _variants(logits, targets):
-                if close(bpd.detach().double(), variant, torch.float32):
-                    raise CheckFailed(message)
-            raise CheckFailed("the value differs from the mean over all pixels of -log2 softmax(logits)[target]")
-        if bpd.dtype != logits.dtype:
-            raise CheckFailed(f"for {logits.dtype} logits the result should be {logits.dtype} too")
-        if grad:
-            if not bpd.requires_grad:
-                raise CheckFailed("the result is detached from the logits: backward() must reach them")
-            (g,) = torch.autograd.grad(bpd, logits)
-            ref = logits.detach().clone().requires_grad_(True)
-            (g_ref,) = torch.autograd.grad(IG.bits_per_dim(ref, targets), ref)
-            if not close(g, g_ref):
-                raise CheckFailed("the value is right but the gradient is not")
+        check_loss(fn, logits, targets, mode == ("grad",), what="bits_per_dim", reference=IG.bits_per_dim,
+                   variants=_variants, targets_name="targets", hint=": take the mean over every pixel",
+                   value_name="the result", fallback="the value differs from the mean over all pixels of "
+                   "-log2 softmax(logits)[target]")
 
     return check
 

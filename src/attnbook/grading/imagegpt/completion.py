@@ -24,6 +24,7 @@ from attnbook.imagegpt import ImageGPT, ImageGPTConfig
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
+from ..fixtures import far_from_uniform
 from ..steps import require_unchanged, snapshot
 from ._common import require_ids
 
@@ -34,19 +35,9 @@ Z = 6.0  # bound in standard deviations
 
 
 def completion_test_model(seed: int = 0, *, height: int = 3, width: int = 4, vocab_size: int = 6) -> ImageGPT:
-    """A small random ImageGPT whose predictions are far from uniform (large weights), in eval mode.
-
-    The global random state is left as it was.
-    """
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        cfg = ImageGPTConfig(vocab_size=vocab_size, height=height, width=width, n_layer=1, n_head=2, n_embd=16)
-        model = ImageGPT(cfg)
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() > 1:
-                    p.normal_(0.0, 0.7)
-    return model.eval()
+    """A small random ImageGPT whose predictions are far from uniform, in eval mode."""
+    cfg = ImageGPTConfig(vocab_size=vocab_size, height=height, width=width, n_layer=1, n_head=2, n_embd=16)
+    return far_from_uniform(lambda: ImageGPT(cfg), seed, 0.7)
 
 
 def _case(seed: int, rows_kept: int, temperature: float, *mode: str, H: int = 3, W: int = 4, B: int = DRAWS):
@@ -111,7 +102,8 @@ def _check_distribution(model, tokens: torch.Tensor, out: torch.Tensor, rows_kep
     B, H, W = tokens.shape
     seq, got = tokens.reshape(B, -1), out.reshape(B, -1)  # (B, H*W) in raster order
     t = rows_kept * W  # the first pixel to sample
-    if bool((out[:, rows_kept] == tokens[:, rows_kept]).all()) and not _follows(got[:, t], _probs(model, seq, t, temperature)):
+    row_kept_too = bool((out[:, rows_kept] == tokens[:, rows_kept]).all())
+    if row_kept_too and not _follows(got[:, t], _probs(model, seq, t, temperature)):
         raise CheckFailed(f"the row after the kept ones was not sampled: with rows_kept = {rows_kept}, sampling "
                           f"starts at row {rows_kept} (pixel rows_kept * W in raster order)")
     p_first = _probs(model, seq, t, temperature)  # (B, V)

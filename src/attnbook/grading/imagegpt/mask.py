@@ -15,7 +15,7 @@ import torch
 
 from .._compare import require_tensor
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_shape
 from ._common import IG
@@ -61,6 +61,12 @@ def _variants(k: int, mask_type: str):
     return out
 
 
+FUTURE = ("the mask keeps weights on pixels that come at or after the centre in raster order "
+          "(type A) or after it (type B): the prediction would see the future")
+HIDDEN_PAST = ("the mask hides weights on earlier pixels: keep every row above the centre and the "
+               "pixels left of it")
+
+
 def _check(fn: Callable) -> Callable:
     def check(kernel_size, mask_type):
         mask = require_tensor(run_student(fn, kernel_size, mask_type, what="pixelcnn_mask"),
@@ -71,21 +77,14 @@ def _check(fn: Callable) -> Callable:
             raise CheckFailed("the mask should hold only 0 and 1 (or False and True)")
         kept = mask != 0
         expected = IG.pixelcnn_mask(kernel_size, mask_type)
-        if torch.equal(kept, expected):
-            return
-        for message, variant in _variants(kernel_size, mask_type):
-            if torch.equal(kept, variant):
-                raise CheckFailed(message)
-        if bool((kept & ~expected).any()):
-            raise CheckFailed("the mask keeps weights on pixels that come at or after the centre in raster order "
-                              "(type A) or after it (type B): the prediction would see the future")
-        raise CheckFailed("the mask hides weights on earlier pixels: keep every row above the centre and the "
-                          "pixels left of it")
+        if not torch.equal(kept, expected):
+            future = bool((kept & ~expected).any())
+            raise first_match(kept, _variants(kernel_size, mask_type), FUTURE if future else HIDDEN_PAST,
+                              matches=torch.equal)
 
     return check
 
 
-FORBIDDEN = ("attnbook.imagegpt.pixelcnn.pixelcnn_mask", "attnbook.imagegpt.pixelcnn.MaskedConv2d")
-
 check_pixelcnn_mask = Part(name="check_pixelcnn_mask", visible=VISIBLE, hidden=HIDDEN, check=_check,
-                           forbidden=FORBIDDEN)
+                           forbidden=("attnbook.imagegpt.pixelcnn.pixelcnn_mask",
+                                      "attnbook.imagegpt.pixelcnn.MaskedConv2d"))

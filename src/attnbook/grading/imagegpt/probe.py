@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_unchanged, snapshot
 from ._common import IG
@@ -116,18 +116,13 @@ def _check(fn: Callable) -> Callable:
         if 1.0 < value <= 100.0:
             raise CheckFailed("return the accuracy as a fraction in [0, 1], not a percentage")
         expected = IG.ridge_probe(x_train, y_train, x_test, y_test, l2=l2)
-        if math.isfinite(value) and abs(value - expected) <= TOLERANCE:
-            return
-        for message, variant in _variants(x_train, y_train, x_test, y_test, l2):
-            if abs(value - variant) <= TOLERANCE < abs(variant - expected):
-                raise CheckFailed(message)
-        raise CheckFailed("the accuracy differs from that of the least-squares probe on standardised features "
-                          "with a bias column")
+        if not (math.isfinite(value) and abs(value - expected) <= TOLERANCE):
+            raise first_match(value, _variants(x_train, y_train, x_test, y_test, l2), "the accuracy differs from "
+                              "that of the least-squares probe on standardised features with a bias column",
+                              matches=lambda got, variant: abs(got - variant) <= TOLERANCE < abs(variant - expected))
 
     return check
 
 
-FORBIDDEN = ("attnbook.imagegpt.probe.ridge_probe", "attnbook.imagegpt.probe.linear_probe")
-
 check_ridge_probe = Part(name="check_ridge_probe", visible=VISIBLE, hidden=HIDDEN, check=_check,
-                         forbidden=FORBIDDEN)
+                         forbidden=("attnbook.imagegpt.probe.ridge_probe", "attnbook.imagegpt.probe.linear_probe"))

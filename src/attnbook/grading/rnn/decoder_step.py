@@ -50,13 +50,16 @@ def _variants(ref, prev, hidden, memory, mask):
     def out(*parts):
         return ref.out(torch.cat(parts, -1))
 
+    def stepped(cell_input, c, weights):  # one step whose GRU cell reads cell_input, the output layer c
+        state = ref.cell(torch.cat(cell_input, -1), hidden)
+        return out(state, c, e), state, weights
+
     order = "the output layer reads [s_t; c_t; E y_{t-1}] in this order"
     tries = [
         ("the mask is not passed to the attention: padded source positions must get weight 0",
-         lambda: (out(ref.cell(torch.cat([e, ctx_nomask], -1), hidden), ctx_nomask, e),
-                  ref.cell(torch.cat([e, ctx_nomask], -1), hidden), w_nomask)),
+         lambda: stepped([e, ctx_nomask], ctx_nomask, w_nomask)),
         ("the GRU cell's input is [E y_{t-1}; c_t]: the embedding first, then the context",
-         lambda: (out(ref.cell(torch.cat([ctx, e], -1), hidden), ctx, e), ref.cell(torch.cat([ctx, e], -1), hidden), w)),
+         lambda: stepped([ctx, e], ctx, w)),
         ("the output layer must read the new state s_t (the GRU cell's output), not s_{t-1}",
          lambda: (out(hidden, ctx, e), new, w)),
         (order, lambda: (out(new, e, ctx), new, w)),

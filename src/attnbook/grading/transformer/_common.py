@@ -17,7 +17,7 @@ import math
 import torch
 
 from .._compare import close, require_tensor
-from .._core import build_module, load_reference_parameters, private_modules, run_method, run_student
+from .._core import build_loaded, private_modules, run_method, run_student
 from ..errors import CheckFailed
 from ..steps import require_shape
 
@@ -90,12 +90,8 @@ def randomize(module: torch.nn.Module, seed: int) -> torch.nn.Module:
 def build_beside(cls: object, reference: torch.nn.Module, sizes: tuple, seed: int, dtype: torch.dtype, what: str):
     """The student's ``cls(*sizes)`` and ``reference`` (randomised by ``seed``), same weights, ``dtype``, eval mode."""
     names = {2: "(d_model, num_heads)", 3: "(d_model, num_heads, d_ff)"}
-    module = build_module(cls, *sizes, what=f"{what}{names.get(len(sizes), '')}")
-    run_method(module, "to", dtype, what=f"{what}.to")
     ref = randomize(reference, seed).to(dtype).eval()
-    load_reference_parameters(module, ref, what)
-    run_method(module, "eval", what=f"{what}.eval")
-    return module, ref
+    return build_loaded(cls, sizes, ref, dtype, what, names.get(len(sizes), "")), ref
 
 
 # ------------------------------------------------------------------ the blocks (Parts 7 to 9)
@@ -184,16 +180,3 @@ def encoder_sublayer_problem(module, ref, x: torch.Tensor, mask) -> str | None:
          MHA_PROBLEM.format(name="self_attn")),
         ("ffn", ref.ffn, (x,), {}, FFN_PROBLEM),
     ))
-
-
-def first_match(out: torch.Tensor, variants, fallback: str) -> CheckFailed:
-    """The failure for ``out``: the message of the first ``(message, compute)`` whose output it matches."""
-    with torch.no_grad():
-        for message, compute in variants:
-            try:
-                variant = compute()
-            except (RuntimeError, ValueError):  # the mistake does not run on these shapes
-                continue
-            if close(out, variant):
-                return CheckFailed(message)
-    return CheckFailed(fallback)

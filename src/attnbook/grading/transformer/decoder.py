@@ -13,10 +13,10 @@ from collections.abc import Callable
 import torch
 
 from .._compare import close
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ._common import (
-    FFN_PROBLEM, FORBIDDEN_BLOCKS, MHA_PROBLEM, MODE_MESSAGES, TR, block_case, build_beside, first_match, run_block,
+    FFN_PROBLEM, FORBIDDEN_BLOCKS, MHA_PROBLEM, MODE_MESSAGES, TR, block_case, build_beside, run_block,
     sublayer_problem, sublayers,
 )
 

@@ -21,12 +21,12 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from .._compare import close, require_tensor
+from .._compare import close
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..fixtures import BOS, EOS, PAD, greedy_test_model
-from ..steps import require_unchanged, snapshot
+from ..steps import require_scalar, require_unchanged, snapshot
 from ._common import token_ids
 
 VOCAB = 11
@@ -105,22 +105,13 @@ def _check(fn: Callable) -> Callable:
     def check_one(model, src, tgt, pad_id):
         before = snapshot(src, tgt)
         result = run_student(fn, model, src, tgt, pad_id, what="translation_loss")
-        if isinstance(result, float):
-            raise CheckFailed("translation_loss should return a tensor (a float from .item() cannot be "
-                              "back-propagated)")
-        loss = require_tensor(result, "the result of translation_loss")
         require_unchanged(before, src, tgt, message="translation_loss changed src or tgt in place")
-        if loss.dim() != 0:
-            raise CheckFailed(f"translation_loss should return one number (a 0-dim tensor), got shape "
-                              f"{tuple(loss.shape)}: take the mean over the non-pad target tokens")
+        loss = require_scalar(result, "translation_loss", ": take the mean over the non-pad target tokens")
         if not loss.is_floating_point():
             raise CheckFailed(f"translation_loss should return a float tensor, got {loss.dtype}")
         if not close(loss.detach().double(), reference(model, src, tgt, pad_id), torch.float32):
-            for message, variant in _variants(model, src, tgt, pad_id):
-                if close(loss.detach().double(), variant, torch.float32):
-                    raise CheckFailed(message)
-            raise CheckFailed("the loss differs from the mean of -ln P(tgt[:, 1:] | tgt[:, :-1], src) over the "
-                              "non-pad target tokens")
+            raise first_match(loss, _variants(model, src, tgt, pad_id), "the loss differs from the mean of "
+                              "-ln P(tgt[:, 1:] | tgt[:, :-1], src) over the non-pad target tokens", torch.float32)
         if not loss.requires_grad:
             raise CheckFailed("the loss is detached from the model's parameters (torch.no_grad, .detach()): "
                               "loss.backward() must reach them")

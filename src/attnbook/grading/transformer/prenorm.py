@@ -20,10 +20,10 @@ from collections.abc import Callable
 import torch
 
 from .._compare import close
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ._common import (
-    FORBIDDEN_BLOCKS, TR, block_case, build_beside, encoder_sublayer_problem, first_match, run_block,
+    FORBIDDEN_BLOCKS, TR, block_case, build_beside, encoder_sublayer_problem, run_block,
 )
 
 

@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 
 from .._compare import close
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..transformer._common import (
-    FORBIDDEN_BLOCKS, MHA_PROBLEM, TR, block_case, build_beside, first_match, run_block, sublayer_problem,
+    FORBIDDEN_BLOCKS, MHA_PROBLEM, TR, block_case, build_beside, run_block, sublayer_problem,
 )
 
 
@@ -66,6 +66,16 @@ def _variants(x: torch.Tensor, ref) -> list:
     ]
 
 
+VISIBLE = (Case("a small block", block_case(641, 2, 5, None, 8, 2, 16)),)
+HIDDEN = (
+    Case("a class token and 16 patches", block_case(651, 3, 17, None, 12, 3, 24), weight=2.0),
+    Case("batch of one, odd length", block_case(652, 1, 7, None, 8, 4, 8)),
+    Case("one token", block_case(653, 2, 1, None, 8, 2, 16)),
+    Case("float64", block_case(654, 2, 5, None, 16, 2, 32, dtype=torch.float64)),
+    Case("non-contiguous x", block_case(655, 3, 4, None, 8, 2, 16, swap=True)),
+)
+
+
 def _check(cls: Callable) -> Callable:
     what = "PreNormBlock"
 
@@ -94,14 +104,8 @@ def _check(cls: Callable) -> Callable:
 
 CHECK = Part(
     name="check_pre_norm_block",
-    visible=(Case("a small block", block_case(641, 2, 5, None, 8, 2, 16)),),
-    hidden=(
-        Case("a class token and 16 patches", block_case(651, 3, 17, None, 12, 3, 24), weight=2.0),
-        Case("batch of one, odd length", block_case(652, 1, 7, None, 8, 4, 8)),
-        Case("one token", block_case(653, 2, 1, None, 8, 2, 16)),
-        Case("float64", block_case(654, 2, 5, None, 16, 2, 32, dtype=torch.float64)),
-        Case("non-contiguous x", block_case(655, 3, 4, None, 8, 2, 16, swap=True)),
-    ),
+    visible=VISIBLE,
+    hidden=HIDDEN,
     check=_check,
     forbidden=(*FORBIDDEN_BLOCKS, "attnbook.vit.model.ViT", "attnbook.gpt.Block"),
 )

@@ -19,12 +19,12 @@ import torch
 from torch import nn
 
 from .._compare import close, require_tensor
-from .._core import build_module, load_reference_parameters, run_method, run_student
+from .._core import build_loaded, run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
 from ..steps import require_shape
 from ..transformer._common import randomize
-from ._common import LAYOUT_MESSAGES, VIT, cut, images
+from ._common import LAYOUT_MESSAGES, cut, images
 
 
 class _Reference(nn.Module):
@@ -76,11 +76,8 @@ def _check(cls: Callable) -> Callable:
     what = "ViTEmbedding"
 
     def check_one(seed, sizes, x):
-        module = build_module(cls, *sizes, what=f"{what}(img_size, patch_size, in_chans, embed_dim)")
-        run_method(module, "to", x.dtype, what=f"{what}.to")
         ref = randomize(_Reference(*sizes), seed).to(x.dtype).eval()
-        load_reference_parameters(module, ref, what)
-        run_method(module, "eval", what=f"{what}.eval")
+        module = build_loaded(cls, sizes, ref, x.dtype, what, "(img_size, patch_size, in_chans, embed_dim)")
         with torch.no_grad():
             out = require_tensor(run_student(module, x.clone(), what=f"{what}.forward"), f"the output of {what}")
             expected = ref(x)

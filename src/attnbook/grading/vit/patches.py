@@ -17,7 +17,7 @@ import torch
 
 from .._compare import close, require_tensor
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_shape, require_unchanged, snapshot
 from ._common import LAYOUT_MESSAGES, VIT, cut, images
@@ -34,13 +34,10 @@ def _check(fn: Callable) -> Callable:
         expected = VIT.patchify(x, P)
         if out.dtype != x.dtype:
             raise CheckFailed(f"for {x.dtype} images the patches should be {x.dtype} too")
-        if close(out, expected):
-            return
-        for layout, message in LAYOUT_MESSAGES.items():
-            if close(out, cut(x, P, layout), x.dtype):
-                raise CheckFailed(message)
-        raise CheckFailed("the patches differ from the image cut into P x P squares, row-major, each flattened as "
-                          "(P, P, C)")
+        if not close(out, expected):
+            layouts = [(message, cut(x, P, layout)) for layout, message in LAYOUT_MESSAGES.items()]
+            raise first_match(out, layouts, "the patches differ from the image cut into P x P squares, row-major, "
+                              "each flattened as (P, P, C)", x.dtype)
 
     return check_one
 

@@ -20,8 +20,7 @@ import torch
 
 from .._compare import close, require_tensor
 from .._core import run_student
-from ..engine import Case, Part
-from ..errors import CheckFailed
+from ..engine import Case, Part, first_match
 from ..steps import require_shape, require_unchanged, snapshot
 from ._common import VIT
 
@@ -90,13 +89,10 @@ def _check(fn: Callable) -> Callable:
         B, _, T, _ = maps[0].shape
         require_shape(out, (B, T, T), "attention_rollout should return one (T, T) matrix per image, (B, T, T)")
         expected = VIT.attention_rollout(maps, "mean", residual)
-        if close(out, expected):
-            return
-        for message, variant in _mistakes(maps, residual):
-            if close(out, variant, maps[0].dtype):
-                raise CheckFailed(message)
-        raise CheckFailed("the rollout differs from the product of the layers' head-averaged maps, with the identity "
-                          "added and rows renormalised, A_L ... A_1")
+        if not close(out, expected):
+            raise first_match(out, _mistakes(maps, residual), "the rollout differs from the product of the layers' "
+                              "head-averaged maps, with the identity added and rows renormalised, A_L ... A_1",
+                              maps[0].dtype)
 
     return check_one
 
