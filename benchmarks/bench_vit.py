@@ -21,6 +21,8 @@ pages plot these files.
 * ``sweep``: the same with shifts on 30 % and 10 % of the training set.
 * ``patch4``: the rollout measurement of ``mnist`` on a finer grid, a ViT with
   4x4 patches (N = 49) trained for 1,000 batches of 128 with shifts.
+* ``seeds``: the ``mnist`` ViT with shifts trained with seeds 0, 1 and 2: the
+  spread of its test accuracy and of the rollout measurement between seeds.
 * ``mae``: an MAE (patch 2, 75 % masked) pre-trained on the digits' training
   images (pixels standardised); masked-patch MSE against predicting the mean
   patch; a logistic-regression probe on its features against a random encoder;
@@ -32,7 +34,7 @@ pages plot these files.
 
 Run::
 
-    nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist sweep patch4 mae detr
+    nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist sweep patch4 seeds mae detr
 """
 
 from __future__ import annotations
@@ -245,13 +247,25 @@ def part_patch4(rows: Rows, steps: int = 1000) -> None:
         rows.add({**row, "metric": metric, "value": round(value, 4)})
 
 
+def part_seeds(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
+    """The ``mnist`` ViT (shifts of +-2) once per seed: how far accuracy and rollout move between seeds."""
+    train, test = mnist_split()
+    for seed in seeds:
+        torch.manual_seed(seed)
+        vit = ViT(ViTConfig.preset("cpu-mnist"))
+        rows.add(row := classify("seeds", f"vit-seed{seed}", vit, train, test, steps=2400, batch_size=128,
+                                 max_shift=2))
+        for metric, value in rollout_on_ink(vit, test[0]).items():
+            rows.add({**row, "metric": metric, "value": round(value, 4)})
+
+
 def part_sweep(rows: Rows) -> None:
     """The data sweep's smaller shares (the 100 % runs are in ``mnist``)."""
     part_mnist(rows, runs=((0.3, 2), (0.1, 2)))
 
 
-PARTS = {"digits": part_digits, "mnist": part_mnist, "sweep": part_sweep, "patch4": part_patch4, "mae": part_mae,
-         "detr": part_detr}
+PARTS = {"digits": part_digits, "mnist": part_mnist, "sweep": part_sweep, "patch4": part_patch4, "seeds": part_seeds,
+         "mae": part_mae, "detr": part_detr}
 
 
 def main(argv: list[str] | None = None) -> None:
