@@ -50,7 +50,7 @@ def _variants(ref, prev, hidden, memory, mask):
     def out(*parts):
         return ref.out(torch.cat(parts, -1))
 
-    def stepped(cell_input, c, weights):  # one step whose GRU cell reads cell_input, the output layer c
+    def stepped(cell_input, c, weights):  # a step whose GRU cell reads cell_input, its output layer c
         state = ref.cell(torch.cat(cell_input, -1), hidden)
         return out(state, c, e), state, weights
 
