@@ -47,6 +47,11 @@ Measured on the course machine (2 cores shared by several jobs, load 2 to 14):
   below zero (the +3 goal is not reached within 30 CPU-minutes). An earlier
   run on a busier machine (snapshots at 259 / 1,026 / 2,502 steps) gave
   -4.3 / -8.4 / -6.2 at 250 labels for the first three budgets.
+* ``--pretrain-lr 4e-3 --budgets 600,1200,1800``
+  (``results/bert_pretraining_lr4e-3.csv``): twice the learning rate keeps
+  MLM on the unigram plateau (5.94 / 5.88 / 5.89, no breakthrough), and the
+  gap is -3.6 / -7.0 / -2.6 points at 250 labels, -6.4 / -6.6 / -4.8 at
+  1,000 and -7.0 / -10.9 / -7.4 at all 8,456: no better than 2e-3.
 
 Run::
 
