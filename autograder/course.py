@@ -79,9 +79,13 @@ class Nbgrader:
             raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
         return done
 
+    def released(self, assignment: str) -> Path:
+        """Where ``generate`` writes the student notebook of ``assignment``."""
+        return self.state / "_release" / assignment / NOTEBOOK
+
     def generate(self, assignment: str) -> Path:
         self("generate_assignment", assignment, "--force")
-        return self.state / "_release" / assignment / NOTEBOOK
+        return self.released(assignment)
 
     def generate_each(self, wanted: list[str]) -> None:
         """``generate`` for each of ``wanted``: one nbgrader process for all of them when they are all
@@ -104,7 +108,7 @@ def release(state: Path, check: bool) -> int:
     stale = []
     nbgrader.generate_each(assignments())
     for assignment in assignments():
-        generated = nbgrader.state / "_release" / assignment / NOTEBOOK
+        generated = nbgrader.released(assignment)
         target = CHAPTERS / assignment / NOTEBOOK
         if check:
             if not target.exists() or not filecmp.cmp(generated, target, shallow=False):

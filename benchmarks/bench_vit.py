@@ -49,7 +49,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from attnbook.data import load_digits, load_mnist5k, make_square_scenes
 from attnbook.train import fit
@@ -137,6 +136,12 @@ def rollout_on_ink(model: ViT, images: torch.Tensor, threshold: float = 0.25) ->
     return out
 
 
+def add_rollout(rows: Rows, run: dict[str, object], model: ViT, images: torch.Tensor) -> None:
+    """One row per metric of :func:`rollout_on_ink`, beside the fields of the ``run`` that trained ``model``."""
+    for metric, value in rollout_on_ink(model, images).items():
+        rows.add({**run, "metric": metric, "value": round(value, 4)})
+
+
 def part_digits(rows: Rows) -> None:
     train, test = digits_split()
     torch.manual_seed(0)
@@ -154,9 +159,7 @@ def part_mnist(rows: Rows, runs: tuple[tuple[float, int], ...] = ((1.0, 2), (1.0
         rows.add(row := classify("mnist", "vit", vit, train, test, steps=2400, batch_size=128, max_shift=shift,
                                  fraction=fraction))
         if (fraction, shift) == (1.0, 2):
-            maps = Rows("rollout")
-            for metric, value in rollout_on_ink(vit, test[0]).items():
-                maps.add({**row, "part": "rollout", "metric": metric, "value": round(value, 4)})
+            add_rollout(Rows("rollout"), {**row, "part": "rollout"}, vit, test[0])
         torch.manual_seed(0)
         rows.add(classify("mnist", "cnn", SmallCNN(), train, test, steps=600, max_shift=shift, fraction=fraction))
 
@@ -243,8 +246,7 @@ def part_patch4(rows: Rows, steps: int = 1000) -> None:
     torch.manual_seed(0)
     vit = ViT(ViTConfig.preset("cpu-mnist", patch_size=4))
     rows.add(row := classify("patch4", "vit-p4", vit, train, test, steps=steps, batch_size=128, max_shift=2))
-    for metric, value in rollout_on_ink(vit, test[0]).items():
-        rows.add({**row, "metric": metric, "value": round(value, 4)})
+    add_rollout(rows, row, vit, test[0])
 
 
 def part_seeds(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
@@ -255,8 +257,7 @@ def part_seeds(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
         vit = ViT(ViTConfig.preset("cpu-mnist"))
         rows.add(row := classify("seeds", f"vit-seed{seed}", vit, train, test, steps=2400, batch_size=128,
                                  max_shift=2))
-        for metric, value in rollout_on_ink(vit, test[0]).items():
-            rows.add({**row, "metric": metric, "value": round(value, 4)})
+        add_rollout(rows, row, vit, test[0])
 
 
 def part_sweep(rows: Rows) -> None:
