@@ -23,6 +23,9 @@ pages plot these files.
   4x4 patches (N = 49) trained for 1,000 batches of 128 with shifts.
 * ``seeds``: the ``mnist`` ViT with shifts trained with seeds 0, 1 and 2: the
   spread of its test accuracy and of the rollout measurement between seeds.
+* ``longer``: the same ViT trained twice as long (4,800 batches, seeds 0, 1
+  and 2) and four times as long (9,600, seed 0): whether the rollout
+  measurement grows with training.
 * ``mae``: an MAE (patch 2, 75 % masked) pre-trained on the digits' training
   images (pixels standardised); masked-patch MSE against predicting the mean
   patch; a logistic-regression probe on its features against a random encoder;
@@ -34,7 +37,7 @@ pages plot these files.
 
 Run::
 
-    nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist sweep patch4 seeds mae detr
+    nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist sweep patch4 seeds longer mae detr
 """
 
 from __future__ import annotations
@@ -249,15 +252,25 @@ def part_patch4(rows: Rows, steps: int = 1000) -> None:
     add_rollout(rows, row, vit, test[0])
 
 
-def part_seeds(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
-    """The ``mnist`` ViT (shifts of +-2) once per seed: how far accuracy and rollout move between seeds."""
+def mnist_vit_run(rows: Rows, part: str, seed: int, steps: int) -> None:
+    """The ``mnist`` ViT (shifts of +-2, batches of 128) from ``seed``, for ``steps``: accuracy and rollout rows."""
     train, test = mnist_split()
+    torch.manual_seed(seed)
+    vit = ViT(ViTConfig.preset("cpu-mnist"))
+    rows.add(row := classify(part, f"vit-seed{seed}", vit, train, test, steps=steps, batch_size=128, max_shift=2))
+    add_rollout(rows, row, vit, test[0])
+
+
+def part_seeds(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
+    """The ``mnist`` ViT with shifts once per seed: how far accuracy and rollout move between seeds."""
     for seed in seeds:
-        torch.manual_seed(seed)
-        vit = ViT(ViTConfig.preset("cpu-mnist"))
-        rows.add(row := classify("seeds", f"vit-seed{seed}", vit, train, test, steps=2400, batch_size=128,
-                                 max_shift=2))
-        add_rollout(rows, row, vit, test[0])
+        mnist_vit_run(rows, "seeds", seed, steps=2400)
+
+
+def part_longer(rows: Rows, runs: tuple[tuple[int, int], ...] = ((4800, 0), (4800, 1), (4800, 2), (9600, 0))) -> None:
+    """The ``seeds`` ViT trained longer, for each (steps, seed) in ``runs``: does rollout sharpen with training?"""
+    for steps, seed in runs:
+        mnist_vit_run(rows, "longer", seed, steps=steps)
 
 
 def part_sweep(rows: Rows) -> None:
@@ -266,7 +279,7 @@ def part_sweep(rows: Rows) -> None:
 
 
 PARTS = {"digits": part_digits, "mnist": part_mnist, "sweep": part_sweep, "patch4": part_patch4, "seeds": part_seeds,
-         "mae": part_mae, "detr": part_detr}
+         "longer": part_longer, "mae": part_mae, "detr": part_detr}
 
 
 def main(argv: list[str] | None = None) -> None:
