@@ -12,10 +12,11 @@ piece only, or a search that backtracks give other pieces.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ._common import WP, available
 
@@ -76,16 +77,13 @@ def _check(fn: Callable) -> Callable:
             want = WP.encode_word(word, vocab, unk)
             if result == want:
                 continue
-            for message, rules in MISTAKES:
-                if result == _greedy(word, vocab, unk, **rules):
-                    raise CheckFailed(message)
-            if want == [unk] and "".join(p.removeprefix("##") for p in result) == word and all(
-                    p in vocab for p in result):
-                raise CheckFailed("WordPiece is greedy: it takes the longest piece and never goes back to try a "
-                                  "shorter one, so a word that greedy matching cannot finish is [UNK]")
-            if want == [unk]:
-                raise CheckFailed("a word that cannot be spelled with the vocabulary should give [unk_token]")
-            raise CheckFailed("the pieces differ from greedy longest-match-first with ## continuations")
+            spelled = "".join(p.removeprefix("##") for p in result) == word and all(p in vocab for p in result)
+            fallback = ("WordPiece is greedy: it takes the longest piece and never goes back to try a shorter one, "
+                        "so a word that greedy matching cannot finish is [UNK]" if want == [unk] and spelled else
+                        "a word that cannot be spelled with the vocabulary should give [unk_token]" if want == [unk]
+                        else "the pieces differ from greedy longest-match-first with ## continuations")
+            raise first_match(result, ((message, _greedy(word, vocab, unk, **rules)) for message, rules in MISTAKES),
+                              fallback, matches=operator.eq)
 
     return check_one
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 from .._core import run_student
-from ..engine import Case, Part, by_kind
+from ..engine import Case, Part, by_kind, first_match
 from ..errors import CheckFailed
 from ..steps import require_int_list, require_unchanged, snapshot
 from ._common import LIBRARIES, N_BYTES, TOK, Pair, text_merge
@@ -153,14 +154,12 @@ def _check_encode(encode: Callable, text: str, merges: dict) -> None:
         raise CheckFailed("encode changed the merges dictionary; leave it as it is")
     if got == TOK.bpe.encode_chunk(list(text.encode("utf-8")), merges):
         return
-    for how, message in ENCODE_MISTAKES:
-        if got == _encode_variant(text, merges, how):
-            raise CheckFailed(message)
-    if b"".join(_vocab(merges).get(i, b"?") for i in got) == text.encode("utf-8"):
-        raise CheckFailed("the ids decode to the text, but they are not BPE's encoding: apply the merges "
-                          "by rank, the lowest id first, until no pair has a merge")
-    raise CheckFailed("encode must start from the UTF-8 bytes and apply the merges by rank until no pair "
-                      "has a merge")
+    decodes = b"".join(_vocab(merges).get(i, b"?") for i in got) == text.encode("utf-8")
+    fallback = ("the ids decode to the text, but they are not BPE's encoding: apply the merges by rank, the lowest "
+                "id first, until no pair has a merge" if decodes else
+                "encode must start from the UTF-8 bytes and apply the merges by rank until no pair has a merge")
+    raise first_match(got, ((message, lambda how=how: _encode_variant(text, merges, how))
+                            for how, message in ENCODE_MISTAKES), fallback, matches=operator.eq)
 
 
 def _check_decode(decode: Callable, ids: list, merges: dict) -> None:

@@ -13,12 +13,13 @@ Some checks failed:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 import torch
 
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_int_list, require_unchanged, snapshot
 from ._common import TOK, Pair, require_pair_dict, text_merge
@@ -181,11 +182,8 @@ def _check(get_stats: Callable, merge: Callable) -> Callable:
         got = require_int_list(result, "merge's result")
         if got == TOK.pairs.merge(ids, pair, idx):
             return
-        for message, variant in _merge_variants(ids, pair, idx):
-            if got == variant:
-                raise CheckFailed(message)
-        raise CheckFailed("merge must replace each occurrence of the pair, from left to right, by idx and keep "
-                          "every other token in order")
+        raise first_match(got, _merge_variants(ids, pair, idx), "merge must replace each occurrence of the pair, "
+                          "from left to right, by idx and keep every other token in order", matches=operator.eq)
 
     return check
 

@@ -16,7 +16,7 @@ import torch
 
 from .._compare import close, require_tensor
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_shape, require_unchanged, snapshot
 from ._common import IG, require_ids
@@ -90,10 +90,8 @@ def _check_nearest(fn: Callable, pixels: torch.Tensor, palette: torch.Tensor) ->
     if bool((ids >= 0).all() and (ids < palette.shape[0]).all()) and torch.equal(
             d2.gather(-1, ids[..., None]), d2.gather(-1, expected[..., None])):
         raise CheckFailed("when two colours are equally near, take the lower id (torch.argmin does)")
-    for message, variant in _id_variants(pixels, palette):
-        if variant.numel() == ids.numel() and torch.equal(ids.reshape(-1), variant):
-            raise CheckFailed(message)
-    raise CheckFailed("the ids are not those of the nearest colours (smallest squared distance)")
+    raise first_match(ids.reshape(-1), _id_variants(pixels, palette),
+                      "the ids are not those of the nearest colours (smallest squared distance)", matches=torch.equal)
 
 
 def _check_step(fn: Callable, pixels: torch.Tensor, palette: torch.Tensor) -> None:

@@ -14,7 +14,7 @@ import torch
 
 from .._compare import require_tensor
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_shape, require_unchanged, snapshot
 from ._common import IG, require_ids
@@ -90,10 +90,8 @@ def _check(quantize: Callable, dequantize: Callable) -> Callable:
         if not torch.equal(ids, expected):
             if bool(((ids < 0) | (ids > 511)).any()):
                 raise CheckFailed("quantize_9bit returned ids outside 0..511: use 3 bits per channel")
-            for message, variant in _id_variants(images):
-                if torch.equal(ids, variant):
-                    raise CheckFailed(message)
-            raise CheckFailed("the ids differ from (r >> 5) << 6 | (g >> 5) << 3 | (b >> 5)")
+            raise first_match(ids, _id_variants(images), "the ids differ from (r >> 5) << 6 | (g >> 5) << 3 | (b >> 5)",
+                              matches=torch.equal)
         tokens = expected.clone()
         back = require_tensor(run_student(dequantize, tokens, what="dequantize_9bit"), "the result of dequantize_9bit")
         require_unchanged([expected], tokens, message="dequantize_9bit changed the ids in place")
@@ -101,10 +99,9 @@ def _check(quantize: Callable, dequantize: Callable) -> Callable:
         if back.dtype != torch.uint8:
             raise CheckFailed(f"dequantize_9bit should return uint8 images (values 0..255), got {back.dtype}")
         if not torch.equal(back, IG.dequantize_9bit(expected)):
-            for message, variant in _image_variants(expected):
-                if torch.equal(back.long(), variant):
-                    raise CheckFailed(message)
-            raise CheckFailed("dequantize_9bit should give each channel the centre of its bin, (v << 5) + 16")
+            raise first_match(back.long(), _image_variants(expected),
+                              "dequantize_9bit should give each channel the centre of its bin, (v << 5) + 16",
+                              matches=torch.equal)
 
     return check
 

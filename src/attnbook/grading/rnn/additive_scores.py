@@ -14,7 +14,7 @@ import torch
 
 from .._compare import require_tensor
 from .._core import build_module, load_reference_parameters, run_method
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_shape
 from ._common import (ATT, FORBIDDEN_SCORES, apply_mask, hinted, lengths_mask, mask_mistakes, masked, randomize,
@@ -87,13 +87,12 @@ def _check(cls: Callable) -> Callable:
             return
         if torch.isnan(e).any():
             raise CheckFailed("the scores contain NaN")
+        fallback = ("the scores must be -inf exactly where the mask is False (the padding)"
+                    if mask is not None and not torch.equal(masked(e), ~mask) else
+                    "the scores differ from e_j = vᵀ tanh(W s + U z_j)")
         with torch.no_grad():
-            for message, variant in _variants(ref, s, z, mask):
-                if same_scores(e, variant):
-                    raise CheckFailed(message)
-        if mask is not None and not torch.equal(masked(e), ~mask):
-            raise CheckFailed("the scores must be -inf exactly where the mask is False (the padding)")
-        raise CheckFailed("the scores differ from e_j = vᵀ tanh(W s + U z_j)")
+            variants = _variants(ref, s, z, mask)
+        raise first_match(e, variants, fallback, matches=same_scores)
 
     return check_one
 

@@ -21,7 +21,7 @@ import torch
 
 from .._compare import close, require_tensor
 from .._core import run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..gpt._common import available
 from ..steps import require_shape, require_unchanged, snapshot
@@ -151,12 +151,13 @@ def _check_cost(fn: Callable, args: tuple, weights) -> None:
     expected = VIT.matching_cost(*args, *(weights or DEFAULTS))
     if close(out, expected):
         return
-    for message, kwargs in COST_MISTAKES:
-        if close(out, _cost(*args, weights or DEFAULTS, **kwargs), args[0].dtype):
-            raise CheckFailed(message)
-    if weights is not None and close(out, _cost(*args, DEFAULTS), args[0].dtype):
-        raise CheckFailed("the weights w_class, w_l1 and w_giou are ignored: multiply each term by its weight")
-    raise CheckFailed("the cost differs from -w_class p(label) + w_l1 L1(boxes) - w_giou GIoU(boxes)")
+    variants = [(message, lambda kwargs=kwargs: _cost(*args, weights or DEFAULTS, **kwargs))
+                for message, kwargs in COST_MISTAKES]
+    if weights is not None:
+        variants.append(("the weights w_class, w_l1 and w_giou are ignored: multiply each term by its weight",
+                         lambda: _cost(*args, DEFAULTS)))
+    raise first_match(out, variants, "the cost differs from -w_class p(label) + w_l1 L1(boxes) - w_giou GIoU(boxes)",
+                      args[0].dtype)
 
 
 def _check(cost_fn: Callable, match_fn: Callable) -> Callable:
