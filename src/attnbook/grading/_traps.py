@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import sys
 import types
 from collections.abc import Callable, Sequence
 
@@ -22,6 +23,19 @@ def _resolve(path: str) -> tuple[object, str]:
     """'torch.nn.functional.softmax' -> (torch.nn.functional module, 'softmax')."""
     module_name, attr = path.rsplit(".", 1)
     return importlib.import_module(module_name), attr
+
+
+def _holders(owner: types.ModuleType, attr: str, original: object) -> list[types.ModuleType]:
+    """``owner`` and every loaded module of its package holding ``original`` as ``attr`` (a re-export).
+
+    >>> import attnbook.gpt
+    >>> [m.__name__ for m in _holders(attnbook.gpt, "generate", attnbook.gpt.generate)]
+    ['attnbook.gpt', 'attnbook.gpt.sampling']
+    """
+    root = owner.__name__.split(".")[0]
+    return [owner] + [module for name, module in list(sys.modules.items())
+                      if module is not None and module is not owner and name.split(".")[0] == root
+                      and vars(module).get(attr) is original]
 
 
 def _student_classes(obj: object) -> list[type]:
@@ -112,7 +126,8 @@ def references_trapped(fn: Callable, forbidden: Sequence[str]):
                 continue
             # a function, or a compiled class whose methods cannot be replaced: the name itself is trapped
             trap = make_trap(path)
-            swap(owner, attr, trap, mapping=False)
+            for holder in _holders(owner, attr, original):
+                swap(holder, attr, trap, mapping=False)
             traps[id(original)] = trap
 
         for cls in classes:  # methods borrowed as class attributes

@@ -83,36 +83,52 @@ def parse_test_cell(source: str) -> tuple[TestCall, ...]:
 # ---------------------------------------------------------- worker's attnbook
 
 
+def defining_path(path: str) -> str:
+    """Where the function or class ``path`` names is defined, when a package only re-exports it.
+
+    >>> defining_path("attnbook.gpt.generate"), defining_path("attnbook.gpt.sampling.generate")
+    ('attnbook.gpt.sampling.generate', 'attnbook.gpt.sampling.generate')
+    """
+    module, _, name = path.rpartition(".")
+    obj = getattr(importlib.import_module(module), name, None)
+    home = getattr(obj, "__module__", None)
+    return f"{home}.{obj.__name__}" if isinstance(home, str) and home.startswith("attnbook.") else path
+
+
 def _stub(path: str) -> list[ast.stmt]:
     return ast.parse(f"import _wire\n_wire.reference_called({path!r})").body
 
 
-def _strip(source: str, module: str, names: set[str]) -> str:
-    """``source`` with the functions and classes ``names`` reduced to stubs that raise."""
+def _strip(source: str, module: str, names: dict[str, str]) -> str:
+    """``source`` with the functions and classes ``names`` reduced to stubs that raise.
+
+    ``names`` maps each name defined in ``module`` to the path its stub
+    reports (the forbidden path as the part spells it).
+    """
     tree, found = ast.parse(source), set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
-            node.body, node.decorator_list = _stub(f"{module}.{node.name}"), []
+            node.body, node.decorator_list = _stub(names[node.name]), []
             found.add(node.name)
         elif isinstance(node, ast.ClassDef) and node.name in names:
             node.body = [ast.Pass()] + [
                 item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
             for item in node.body[1:]:
-                item.body, item.decorator_list = _stub(f"{module}.{node.name}"), []
+                item.body, item.decorator_list = _stub(names[node.name]), []
             found.add(node.name)
-    if names - found:
-        raise ValueError(f"forbidden names not defined in {module}: {sorted(names - found)}")
+    if names.keys() - found:
+        raise ValueError(f"forbidden names not defined in {module}: {sorted(names.keys() - found)}")
     return ast.unparse(tree)
 
 
 @functools.cache
 def package_sources(forbidden: tuple[str, ...]) -> tuple[dict, list]:
     """attnbook as the worker gets it for a part: (module name -> source, package names)."""
-    by_module: dict[str, set[str]] = {}
+    by_module: dict[str, dict[str, str]] = {}
     for path in forbidden:
         if path.startswith("attnbook."):
-            module, _, name = path.rpartition(".")
-            by_module.setdefault(module, set()).add(name)
+            module, _, name = defining_path(path).rpartition(".")
+            by_module.setdefault(module, {})[name] = path
     sources, packages = {}, []
     for file in sorted(PACKAGE.rglob("*.py")):
         rel = file.relative_to(PACKAGE.parent).with_suffix("")
