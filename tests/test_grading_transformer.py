@@ -81,6 +81,20 @@ def test_traps_cover_aliases_and_are_removed_afterwards():
     assert attnbook.attention.scaled_dot_product_attention is original
 
 
+@pytest.mark.parametrize("path", ["attnbook.gpt.perplexity", "attnbook.gpt.lm.perplexity"])
+def test_a_re_exported_function_is_trapped_under_both_names(path):
+    import attnbook.gpt
+
+    original = attnbook.gpt.perplexity
+
+    def sneaky(model, data):  # reaches the reference through the package, at call time
+        return attnbook.gpt.perplexity(model, data)
+
+    with references_trapped(sneaky, [path]):
+        assert attnbook.gpt.perplexity is not original and attnbook.gpt.lm.perplexity is not original
+    assert attnbook.gpt.perplexity is original and attnbook.gpt.lm.perplexity is original
+
+
 def test_patching_the_public_reference_does_not_fool_the_checker(monkeypatch):
     def wrong(q, k, v, mask=None):
         w = torch.full((*q.shape[:-1], k.shape[-2]), 1.0 / k.shape[-2], dtype=q.dtype)

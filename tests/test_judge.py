@@ -138,6 +138,14 @@ def test_the_worker_package_lacks_the_forbidden_code_and_the_checks():
     assert "attnbook" in packages and math.isfinite(len(sources))
 
 
+def test_a_re_exported_reference_is_stubbed_where_it_is_defined():
+    """attnbook.gpt re-exports generate from attnbook.gpt.sampling: the stub goes there, named as forbidden."""
+    sources, _ = judge.package_sources(("attnbook.gpt.generate",))
+    body = sources["attnbook.gpt.sampling"].split("def generate")[1].split("\ndef ")[0]
+    assert "reference_called('attnbook.gpt.generate')" in body and "multinomial" not in body
+    assert sources["attnbook.gpt"] == (judge.PACKAGE / "gpt" / "__init__.py").read_text()
+
+
 def _token_count(seed):
     return lambda: ("aaabdaaabac" * (seed + 1),)
 
