@@ -1,0 +1,44 @@
+"""The result tables that the benchmarks commit in ``benchmarks/results/``, as the book's pages read them.
+
+A measurement too long for the book build runs in ``benchmarks/`` and
+commits a small CSV whose first line is a comment: the command that made it
+and the machine. A page prints that line and plots or tabulates the rows.
+The folder is looked for from the working directory upwards (the book is
+built from the repository) and then above the package's own source (an
+editable install of a clone, run from elsewhere).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import attnbook
+
+__all__ = ["committed_results"]
+
+_FOLDER = Path("benchmarks") / "results"
+
+
+def committed_results(name: str) -> tuple[str, list[dict[str, str]]]:
+    """``(made_by, rows)`` of ``benchmarks/results/<name>``: its first line without ``#``, and its rows.
+
+    The values stay strings, as :class:`csv.DictReader` gives them.
+
+    >>> made_by, rows = committed_results("vit_seeds.csv")
+    >>> made_by.split(" | ")[0]                       # the command; the machine follows
+    '.venv/bin/python benchmarks/bench_vit.py seeds'
+    >>> rows[0]["model"], rows[0]["metric"], rows[0]["value"]
+    ('vit-seed0', 'test_accuracy', '0.973')
+    >>> committed_results("no_such_table.csv")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    FileNotFoundError: no benchmarks/results/no_such_table.csv above ...
+    """
+    cwd = Path.cwd()
+    places = (cwd, *cwd.parents, *Path(attnbook.__file__).resolve().parents)
+    path = next((p / _FOLDER / name for p in places if (p / _FOLDER / name).is_file()), None)
+    if path is None:
+        raise FileNotFoundError(f"no {_FOLDER / name} above {cwd} or the attnbook package: is this a clone "
+                                "of the course repository?")
+    with open(path, newline="") as f:
+        return f.readline().strip("# \n"), list(csv.DictReader(f))
