@@ -41,12 +41,13 @@ Attention-based Neural Machine Translation* (2015).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from attnbook._checks import an_int, dropout_rate, float_tensor, int_in_range, positive_int, token_ids
+from attnbook._config import PresetConfig
 from attnbook.attention import AdditiveAttention, LuongAttention
 
 __all__ = [
@@ -309,8 +310,18 @@ class AttentionDecoder(_DecoderBase):
 # ----------------------------------------------------------------------------- the model
 
 
+SEQ2SEQ_PRESETS: dict[str, dict[str, object]] = {
+    # tests and doctests: trains in seconds
+    "tiny": dict(embed_dim=16, hidden_size=32, attn_size=16),
+    # the chapter's date translator on a 2-core laptop CPU (see benchmarks/bench_rnn_dates.py)
+    "cpu-fast": dict(embed_dim=32, hidden_size=128, attn_size=64),
+    # a bigger model for a GPU
+    "gpu": dict(embed_dim=64, hidden_size=256, attn_size=128, dropout=0.1),
+}
+
+
 @dataclass
-class Seq2SeqConfig:
+class Seq2SeqConfig(PresetConfig):
     """Sizes and switches of a :class:`Seq2Seq`; ``preset(name, ...)`` gives named sizes.
 
     >>> cfg = Seq2SeqConfig.preset("tiny", src_vocab_size=12, tgt_vocab_size=14)
@@ -319,6 +330,8 @@ class Seq2SeqConfig:
     >>> cfg.replace(attention=None).attention is None                # the no-attention baseline
     True
     """
+
+    presets = SEQ2SEQ_PRESETS  # the named sizes that preset(name) reads
 
     src_vocab_size: int  # source ids are 0 .. src_vocab_size - 1 (pad, bos, eos, unk included)
     tgt_vocab_size: int  # target ids are 0 .. tgt_vocab_size - 1
@@ -340,31 +353,6 @@ class Seq2SeqConfig:
         dropout_rate(self.dropout)
         smallest = min(self.src_vocab_size, self.tgt_vocab_size)
         int_in_range("pad_id", self.pad_id, 0, smallest - 1, " (an id of both vocabularies)")
-
-    @classmethod
-    def preset(cls, name: str, **overrides: object) -> Seq2SeqConfig:
-        """A config from :data:`SEQ2SEQ_PRESETS`, with any field overridden (vocab sizes required)."""
-        if name not in SEQ2SEQ_PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(SEQ2SEQ_PRESETS)}")
-        return cls(**{**SEQ2SEQ_PRESETS[name], **overrides})  # type: ignore[arg-type]
-
-    def replace(self, **changes: object) -> Seq2SeqConfig:
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-SEQ2SEQ_PRESETS: dict[str, dict[str, object]] = {
-    # tests and doctests: trains in seconds
-    "tiny": dict(embed_dim=16, hidden_size=32, attn_size=16),
-    # the chapter's date translator on a 2-core laptop CPU (see benchmarks/bench_rnn_dates.py)
-    "cpu-fast": dict(embed_dim=32, hidden_size=128, attn_size=64),
-    # a bigger model for a GPU
-    "gpu": dict(embed_dim=64, hidden_size=256, attn_size=128, dropout=0.1),
-}
-
 
 class Seq2Seq(nn.Module):
     """A GRU encoder-decoder, with or without attention: ``forward(src, tgt_in) -> logits``.

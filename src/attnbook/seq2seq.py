@@ -30,8 +30,9 @@ import torch.nn.functional as F
 
 from attnbook import rnn, transformer
 from attnbook._checks import positive_int, token_ids
-from attnbook.rnn import Seq2Seq, Seq2SeqConfig
-from attnbook.transformer import Transformer, TransformerConfig
+# the two configs are imported for the doctests
+from attnbook.rnn import Seq2Seq, Seq2SeqConfig  # noqa: F401
+from attnbook.transformer import Transformer, TransformerConfig  # noqa: F401
 
 __all__ = [
     "encode_pairs",

@@ -39,13 +39,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from attnbook._checks import dropout_rate, float_tensor
+from attnbook._config import PresetConfig
 from attnbook.attention import MultiHeadAttention, padding_mask
 from attnbook.positional import LearnedPositions, SinusoidalPositions
 
@@ -240,14 +241,36 @@ class DecoderBlock(nn.Module):
         return x
 
 
+TRANSFORMER_PRESETS: dict[str, dict[str, object]] = {
+    # tests and doctests: trains in seconds
+    "tiny": dict(d_model=32, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=64),
+    # the chapter's translators on a 2-core laptop CPU
+    "cpu-fast": dict(d_model=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=256),
+    # a bigger model for a GPU
+    "gpu": dict(d_model=256, num_heads=8, num_encoder_layers=4, num_decoder_layers=4, d_ff=1024, dropout=0.1),
+    # the paper's base model sizes (section 3; Table 3, row 'base')
+    "paper-base": dict(
+        d_model=512,
+        num_heads=8,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        d_ff=2048,
+        dropout=0.1,
+        tie_weights=True,
+    ),
+}
+
+
 @dataclass
-class TransformerConfig:
+class TransformerConfig(PresetConfig):
     """Sizes and switches of a :class:`Transformer`; ``preset(name, ...)`` gives named sizes.
 
     >>> cfg = TransformerConfig.preset("tiny", src_vocab_size=12, tgt_vocab_size=14)
     >>> cfg.d_model, cfg.num_heads, cfg.norm_first
     (32, 2, False)
     """
+
+    presets = TRANSFORMER_PRESETS  # the named sizes that preset(name) reads
 
     src_vocab_size: int  # source token ids are 0 .. src_vocab_size - 1 (pad, bos, eos included)
     tgt_vocab_size: int  # target token ids are 0 .. tgt_vocab_size - 1
@@ -290,41 +313,6 @@ class TransformerConfig:
             raise ValueError(
                 f"pad_id must be a valid id in both vocabularies (0 .. {smallest - 1}), got {self.pad_id}"
             )
-
-    @classmethod
-    def preset(cls, name: str, **overrides: object) -> TransformerConfig:
-        """A config from :data:`TRANSFORMER_PRESETS`, with any field overridden (vocab sizes required)."""
-        if name not in TRANSFORMER_PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(TRANSFORMER_PRESETS)}")
-        return cls(**{**TRANSFORMER_PRESETS[name], **overrides})  # type: ignore[arg-type]
-
-    def replace(self, **changes: object) -> TransformerConfig:
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-TRANSFORMER_PRESETS: dict[str, dict[str, object]] = {
-    # tests and doctests: trains in seconds
-    "tiny": dict(d_model=32, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=64),
-    # the chapter's translators on a 2-core laptop CPU
-    "cpu-fast": dict(d_model=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=256),
-    # a bigger model for a GPU
-    "gpu": dict(d_model=256, num_heads=8, num_encoder_layers=4, num_decoder_layers=4, d_ff=1024, dropout=0.1),
-    # the paper's base model sizes (section 3; Table 3, row 'base')
-    "paper-base": dict(
-        d_model=512,
-        num_heads=8,
-        num_encoder_layers=6,
-        num_decoder_layers=6,
-        d_ff=2048,
-        dropout=0.1,
-        tie_weights=True,
-    ),
-}
-
 
 class Transformer(nn.Module):
     """The encoder-decoder Transformer: ``forward(src, tgt_in) -> logits`` (B, T, tgt_vocab_size).

@@ -14,15 +14,29 @@ https://arxiv.org/abs/1908.08962): 2 layers of width 128 with 2 heads.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 from attnbook._checks import dropout_rate, int_in_range, positive_int, positive_number
+from attnbook._config import PresetConfig
 
 __all__ = ["BertConfig", "BERT_PRESETS"]
 
 
+BERT_PRESETS: dict[str, dict[str, object]] = {
+    # BERT-base: 110M parameters (110,106,428 with the pretraining heads; 109,482,240 in BertModel)
+    "bert-base": dict(),
+    # BERT-large: "340M" in the paper (336,226,108 with the pretraining heads; 335,141,888 in BertModel)
+    "bert-large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+    # BERT-Tiny (Turc et al. 2019) with 128 positions: the chapter's model on a 2-core CPU;
+    # pass the vocabulary of your tokenizer as vocab_size
+    "cpu-tiny": dict(
+        hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512, max_position_embeddings=128
+    ),
+}
+
+
 @dataclass
-class BertConfig:
+class BertConfig(PresetConfig):
     """Sizes and switches of a BERT; ``BertConfig.preset(name, **overrides)`` gives named sizes.
 
     >>> BertConfig.preset("bert-large").num_hidden_layers
@@ -32,6 +46,8 @@ class BertConfig:
     ...
     ValueError: hidden_size must be divisible by num_attention_heads, got 10 and 3
     """
+
+    presets = BERT_PRESETS  # the named sizes that preset(name) reads
 
     vocab_size: int = 30522  # token ids are 0 .. vocab_size - 1 (BERT's uncased WordPiece: 30,522)
     hidden_size: int = 768  # width C of every token vector in the residual stream
@@ -75,30 +91,3 @@ class BertConfig:
     def head_size(self) -> int:
         """Width ``hs = hidden_size / num_attention_heads`` of one head."""
         return self.hidden_size // self.num_attention_heads
-
-    @classmethod
-    def preset(cls, name: str, **overrides: object) -> BertConfig:
-        """A config from :data:`BERT_PRESETS` with any field overridden."""
-        if name not in BERT_PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(BERT_PRESETS)}")
-        return cls(**{**BERT_PRESETS[name], **overrides})  # type: ignore[arg-type]
-
-    def replace(self, **changes: object) -> BertConfig:
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-BERT_PRESETS: dict[str, dict[str, object]] = {
-    # BERT-base: 110M parameters (110,106,428 with the pretraining heads; 109,482,240 in BertModel)
-    "bert-base": dict(),
-    # BERT-large: "340M" in the paper (336,226,108 with the pretraining heads; 335,141,888 in BertModel)
-    "bert-large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
-    # BERT-Tiny (Turc et al. 2019) with 128 positions: the chapter's model on a 2-core CPU;
-    # pass the vocabulary of your tokenizer as vocab_size
-    "cpu-tiny": dict(
-        hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512, max_position_embeddings=128
-    ),
-}

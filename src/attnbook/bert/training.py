@@ -27,7 +27,6 @@ dynamic masking and dropping NSP.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence

@@ -7,13 +7,14 @@ heads, ``V`` vocabulary size.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from attnbook._checks import dropout_rate, positive_int, token_ids
+from attnbook._config import PresetConfig
 from attnbook.positional import LearnedPositions
 
 from .layers import Block
@@ -23,8 +24,24 @@ __all__ = ["GPTConfig", "GPT_PRESETS", "GPT", "IGNORE_INDEX"]
 IGNORE_INDEX = -100  # a target equal to this is skipped by the loss (PyTorch's and HF's default)
 
 
+GPT_PRESETS: dict[str, dict[str, object]] = {
+    # minGPT's small sizes: tests, doctests and quick experiments
+    "gpt-nano": dict(n_layer=3, n_head=3, n_embd=48, block_size=64),
+    "gpt-micro": dict(n_layer=4, n_head=4, n_embd=128, block_size=128),
+    "gpt-mini": dict(n_layer=6, n_head=6, n_embd=192, block_size=128),
+    # the chapter's character model on a 2-core CPU: validation loss about 1.81 on Shakespeare
+    # after 40 s of training (benchmarks/bench_gpt.py). In so short a run, the number of steps
+    # matters more than depth: 2 blocks and batches of 16 beat 3-4 blocks. No biases, no dropout.
+    "cpu-fast": dict(n_layer=2, n_head=4, n_embd=128, block_size=64, bias=False),
+    # nanoGPT's Shakespeare-character model for a GPU (10.7 M parameters)
+    "gpu": dict(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2),
+    # GPT-2 small (124 M parameters), the sizes of Hugging Face's "gpt2"
+    "gpt2": dict(vocab_size=50257, n_layer=12, n_head=12, n_embd=768, block_size=1024),
+}
+
+
 @dataclass
-class GPTConfig:
+class GPTConfig(PresetConfig):
     """Sizes of a :class:`GPT`; ``GPTConfig.preset(name, **overrides)`` gives named sizes.
 
     >>> cfg = GPTConfig.preset("gpt-nano", vocab_size=65)
@@ -33,6 +50,8 @@ class GPTConfig:
     >>> cfg.replace(n_layer=2).n_layer
     2
     """
+
+    presets = GPT_PRESETS  # the named sizes that preset(name) reads
 
     vocab_size: int  # token ids are 0 .. vocab_size - 1 (84 for Shakespeare's characters, 50257 for GPT-2)
     block_size: int = 128  # context length: the most tokens the model reads at once (HF: n_positions)
@@ -65,40 +84,6 @@ class GPTConfig:
     def head_size(self) -> int:
         """Width ``hs = n_embd / n_head`` of one attention head."""
         return self.n_embd // self.n_head
-
-    @classmethod
-    def preset(cls, name: str, **overrides: object) -> GPTConfig:
-        """A config from :data:`GPT_PRESETS` with some fields overridden; pass ``vocab_size`` too."""
-        if name not in GPT_PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(GPT_PRESETS)}")
-        fields = {**GPT_PRESETS[name], **overrides}
-        if "vocab_size" not in fields:
-            raise ValueError(f"preset {name!r} needs vocab_size=..., the number of distinct token ids")
-        return cls(**fields)  # type: ignore[arg-type]
-
-    def replace(self, **changes: object) -> GPTConfig:
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-GPT_PRESETS: dict[str, dict[str, object]] = {
-    # minGPT's small sizes: tests, doctests and quick experiments
-    "gpt-nano": dict(n_layer=3, n_head=3, n_embd=48, block_size=64),
-    "gpt-micro": dict(n_layer=4, n_head=4, n_embd=128, block_size=128),
-    "gpt-mini": dict(n_layer=6, n_head=6, n_embd=192, block_size=128),
-    # the chapter's character model on a 2-core CPU: validation loss about 1.81 on Shakespeare
-    # after 40 s of training (benchmarks/bench_gpt.py). In so short a run, the number of steps
-    # matters more than depth: 2 blocks and batches of 16 beat 3-4 blocks. No biases, no dropout.
-    "cpu-fast": dict(n_layer=2, n_head=4, n_embd=128, block_size=64, bias=False),
-    # nanoGPT's Shakespeare-character model for a GPU (10.7 M parameters)
-    "gpu": dict(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2),
-    # GPT-2 small (124 M parameters), the sizes of Hugging Face's "gpt2"
-    "gpt2": dict(vocab_size=50257, n_layer=12, n_head=12, n_embd=768, block_size=1024),
-}
-
 
 class GPT(nn.Module):
     """A GPT language model: ``forward(idx, targets=None) -> (logits, loss)``.

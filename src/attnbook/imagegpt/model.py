@@ -23,13 +23,14 @@ Pretraining from Pixels* (iGPT, ICML 2020).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from attnbook._checks import dropout_rate, positive_int, token_ids
+from attnbook._config import PresetConfig
 from attnbook.gpt import GPT, GPTConfig
 
 __all__ = [
@@ -40,8 +41,24 @@ __all__ = [
 ]
 
 
+IMAGEGPT_PRESETS: dict[str, dict[str, object]] = {
+    # the chapter's CPU model: 8x8 digits at 8 grey levels (the issue's calibration run)
+    "digits-8x8": dict(vocab_size=8, height=8, width=8, n_layer=4, n_head=4, n_embd=64),
+    # the coloured digits through the uniform 9-bit palette
+    "colour-9bit": dict(vocab_size=512, height=8, width=8, n_layer=4, n_head=4, n_embd=64),
+    # a GPU run: 28x28 MNIST at 8 grey levels
+    "mnist-28x28": dict(vocab_size=8, height=28, width=28, n_layer=8, n_head=8, n_embd=256),
+    # iGPT's sizes (Chen et al. 2020, table 1: layers and width); 512-colour palette, 32x32
+    # input (iGPT-XL: 64x64). n_head = n_embd / 64 here: heads do not change the count.
+    "igpt-s": dict(vocab_size=512, height=32, width=32, n_layer=24, n_head=8, n_embd=512),
+    "igpt-m": dict(vocab_size=512, height=32, width=32, n_layer=36, n_head=16, n_embd=1024),
+    "igpt-l": dict(vocab_size=512, height=32, width=32, n_layer=48, n_head=24, n_embd=1536),
+    "igpt-xl": dict(vocab_size=512, height=64, width=64, n_layer=60, n_head=48, n_embd=3072),
+}
+
+
 @dataclass
-class ImageGPTConfig:
+class ImageGPTConfig(PresetConfig):
     """Sizes of an :class:`ImageGPT`; ``ImageGPTConfig.preset(name, **overrides)`` gives named ones.
 
     >>> cfg = ImageGPTConfig.preset("digits-8x8")
@@ -50,6 +67,8 @@ class ImageGPTConfig:
     >>> f"{ImageGPTConfig.preset('igpt-s').num_params() / 1e6:.1f} M"  # the paper: 76 M
     '76.4 M'
     """
+
+    presets = IMAGEGPT_PRESETS  # the named sizes that preset(name) reads
 
     vocab_size: int = 8  # pixel values 0 .. vocab_size - 1 (8 grey levels; 512 for the 9-bit palette)
     height: int = 8  # image rows H
@@ -103,37 +122,6 @@ class ImageGPTConfig:
         norm = C * (1 + b)  # LayerNorm: gain (+ bias)
         block = 2 * norm + 4 * C * C + 4 * C * b + 2 * C * inner + (inner + C) * b
         return self.n_layer * block + (self.vocab_size + 1 + self.n_positions) * C + norm
-
-    @classmethod
-    def preset(cls, name: str, **overrides: object) -> ImageGPTConfig:
-        """A config from :data:`IMAGEGPT_PRESETS` with some fields overridden."""
-        if name not in IMAGEGPT_PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(IMAGEGPT_PRESETS)}")
-        return cls(**{**IMAGEGPT_PRESETS[name], **overrides})  # type: ignore[arg-type]
-
-    def replace(self, **changes: object) -> ImageGPTConfig:
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-IMAGEGPT_PRESETS: dict[str, dict[str, object]] = {
-    # the chapter's CPU model: 8x8 digits at 8 grey levels (the issue's calibration run)
-    "digits-8x8": dict(vocab_size=8, height=8, width=8, n_layer=4, n_head=4, n_embd=64),
-    # the coloured digits through the uniform 9-bit palette
-    "colour-9bit": dict(vocab_size=512, height=8, width=8, n_layer=4, n_head=4, n_embd=64),
-    # a GPU run: 28x28 MNIST at 8 grey levels
-    "mnist-28x28": dict(vocab_size=8, height=28, width=28, n_layer=8, n_head=8, n_embd=256),
-    # iGPT's sizes (Chen et al. 2020, table 1: layers and width); 512-colour palette, 32x32
-    # input (iGPT-XL: 64x64). n_head = n_embd / 64 here: heads do not change the count.
-    "igpt-s": dict(vocab_size=512, height=32, width=32, n_layer=24, n_head=8, n_embd=512),
-    "igpt-m": dict(vocab_size=512, height=32, width=32, n_layer=36, n_head=16, n_embd=1024),
-    "igpt-l": dict(vocab_size=512, height=32, width=32, n_layer=48, n_head=24, n_embd=1536),
-    "igpt-xl": dict(vocab_size=512, height=64, width=64, n_layer=60, n_head=48, n_embd=3072),
-}
-
 
 class ImageGPT(nn.Module):
     """A GPT over pixel tokens: ``forward(seq) -> logits`` (B, T, V), ``logits[:, t]`` scoring ``seq[:, t]``.

@@ -19,26 +19,42 @@ https://arxiv.org/abs/2010.11929, equations 1-4 and table 1; timm's
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from attnbook._checks import dropout_rate, int_at_least, positive_int
+from attnbook._config import PresetConfig
 from attnbook.transformer import EncoderBlock
 from attnbook.vit.patches import PatchEmbedding
 
 __all__ = ["ViTConfig", "VIT_PRESETS", "ViT"]
 
 
+VIT_PRESETS: dict[str, dict[str, object]] = {
+    # Table 1 of the paper, at 224 x 224 with 1,000 classes: ViT-B/16 has 86.6M parameters.
+    "vit-base": dict(img_size=224, patch_size=16, embed_dim=768, depth=12, num_heads=12),
+    "vit-large": dict(img_size=224, patch_size=16, embed_dim=1024, depth=24, num_heads=16),
+    "vit-huge": dict(img_size=224, patch_size=14, embed_dim=1280, depth=32, num_heads=16),
+    # Small enough to train on a laptop CPU in about a minute (about 137k parameters).
+    "cpu-digits": dict(img_size=8, patch_size=4, in_chans=1, num_classes=10, embed_dim=64, depth=4,
+                       num_heads=4, mlp_ratio=2.0),
+    "cpu-mnist": dict(img_size=28, patch_size=7, in_chans=1, num_classes=10, embed_dim=64, depth=4,
+                      num_heads=4, mlp_ratio=2.0),
+}
+
+
 @dataclass
-class ViTConfig:
+class ViTConfig(PresetConfig):
     """Sizes of a :class:`ViT`; ``ViTConfig.preset(name, **overrides)`` gives named sizes.
 
     >>> cfg = ViTConfig.preset("cpu-digits")
     >>> cfg.img_size, cfg.patch_size, cfg.num_patches, cfg.embed_dim
     (8, 4, 4, 64)
     """
+
+    presets = VIT_PRESETS  # the named sizes that preset(name) reads
 
     img_size: int = 224  # square images img_size x img_size
     patch_size: int = 16  # P: each token is one P x P patch; img_size must be divisible by it
@@ -75,32 +91,6 @@ class ViTConfig:
     @property
     def mlp_hidden(self) -> int:
         return int(self.embed_dim * self.mlp_ratio)
-
-    @classmethod
-    def preset(cls, name: str, **overrides: object) -> ViTConfig:
-        if name not in VIT_PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(VIT_PRESETS)}")
-        return cls(**{**VIT_PRESETS[name], **overrides})
-
-    def replace(self, **changes: object) -> ViTConfig:
-        return replace(self, **changes)
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-VIT_PRESETS: dict[str, dict[str, object]] = {
-    # Table 1 of the paper, at 224 x 224 with 1,000 classes: ViT-B/16 has 86.6M parameters.
-    "vit-base": dict(img_size=224, patch_size=16, embed_dim=768, depth=12, num_heads=12),
-    "vit-large": dict(img_size=224, patch_size=16, embed_dim=1024, depth=24, num_heads=16),
-    "vit-huge": dict(img_size=224, patch_size=14, embed_dim=1280, depth=32, num_heads=16),
-    # Small enough to train on a laptop CPU in about a minute (about 137k parameters).
-    "cpu-digits": dict(img_size=8, patch_size=4, in_chans=1, num_classes=10, embed_dim=64, depth=4,
-                       num_heads=4, mlp_ratio=2.0),
-    "cpu-mnist": dict(img_size=28, patch_size=7, in_chans=1, num_classes=10, embed_dim=64, depth=4,
-                      num_heads=4, mlp_ratio=2.0),
-}
-
 
 class ViT(nn.Module):
     """A Vision Transformer classifier, split as timm splits it.
