@@ -469,6 +469,19 @@ def test_ridge_probe_matches_least_squares_without_penalty():
     assert 0.5 < ours < 1.0  # overlapping classes: better than chance, not perfect
 
 
+@pytest.mark.parametrize("probe", [linear_probe, ridge_probe])
+def test_probes_refuse_mismatched_inputs_by_name(probe):
+    feats, labels = torch.randn(10, 3), torch.arange(10) % 2
+    with pytest.raises(ValueError, match="same width D, got 3 and 4"):
+        probe(feats, labels, torch.randn(5, 4), labels[:5])
+    with pytest.raises(ValueError, match="one label"):
+        probe(feats, labels[:9], feats[:5], labels[:5])
+    with pytest.raises(ValueError, match="class ids >= 0"):
+        probe(feats, labels - 1, feats[:5], labels[:5])
+    with pytest.raises(TypeError, match="test_feats must be a floating-point tensor"):
+        probe(feats, labels, labels[:5, None], labels[:5])
+
+
 @pytest.mark.gpu
 def test_imagegpt_on_cuda():
     if not torch.cuda.is_available():

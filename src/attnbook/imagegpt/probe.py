@@ -77,17 +77,7 @@ def linear_probe(
     >>> linear_probe(feats[:100], labels[:100], feats[100:], labels[100:])
     1.0
     """
-    for name, x in (("train_feats", train_feats), ("test_feats", test_feats)):
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 2:
-            raise TypeError(f"{name} must be a floating-point tensor (N, D)")
-    token_ids("train_labels", train_labels, dim=1)
-    token_ids("test_labels", test_labels, dim=1)
-    if train_feats.shape[1] != test_feats.shape[1]:
-        raise ValueError(f"train_feats and test_feats need the same width D, got {train_feats.shape[1]} and {test_feats.shape[1]}")
-    if train_labels.shape[0] != train_feats.shape[0] or test_labels.shape[0] != test_feats.shape[0]:
-        raise ValueError("each feature row needs one label: feats (N, D) and labels (N,) must agree on N")
-    if train_labels.min() < 0 or test_labels.min() < 0:
-        raise ValueError("labels must be class ids >= 0")
+    _check_probe_inputs(train_feats, train_labels, test_feats, test_labels)
     positive_int("max_iter", max_iter)
     x = train_feats.double().cpu()
     mean, std = x.mean(dim=0), x.std(dim=0).clamp(min=1e-8)  # (D,), (D,)
@@ -133,13 +123,7 @@ def ridge_probe(
     >>> ridge_probe(feats[:100], labels[:100], feats[100:], labels[100:])
     1.0
     """
-    for name, x in (("train_feats", train_feats), ("test_feats", test_feats)):
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 2:
-            raise TypeError(f"{name} must be a floating-point tensor (N, D)")
-    token_ids("train_labels", train_labels, dim=1)
-    token_ids("test_labels", test_labels, dim=1)
-    if train_labels.shape[0] != train_feats.shape[0] or test_labels.shape[0] != test_feats.shape[0]:
-        raise ValueError("each feature row needs one label: feats (N, D) and labels (N,) must agree on N")
+    _check_probe_inputs(train_feats, train_labels, test_feats, test_labels)
     x = train_feats.double()
     mean, std = x.mean(dim=0), x.std(dim=0).clamp(min=1e-8)  # (D,), (D,)
 
@@ -153,3 +137,21 @@ def ridge_probe(
     W = torch.linalg.solve(A, X.T @ Y)  # (D + 1, K)
     pred = (design(test_feats) @ W).argmax(dim=1)  # (N_test,)
     return float((pred == test_labels.long()).double().mean())
+
+
+def _check_probe_inputs(train_feats: torch.Tensor, train_labels: torch.Tensor, test_feats: torch.Tensor,
+                        test_labels: torch.Tensor) -> None:
+    """Features (N, D) in floating point, of one width D; labels (N,) of class ids >= 0, one per row."""
+    for name, x in (("train_feats", train_feats), ("test_feats", test_feats)):
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 2:
+            raise TypeError(f"{name} must be a floating-point tensor (N, D)")
+    token_ids("train_labels", train_labels, dim=1)
+    token_ids("test_labels", test_labels, dim=1)
+    if train_feats.shape[1] != test_feats.shape[1]:
+        raise ValueError(
+            f"train_feats and test_feats need the same width D, got {train_feats.shape[1]} and {test_feats.shape[1]}"
+        )
+    if train_labels.shape[0] != train_feats.shape[0] or test_labels.shape[0] != test_feats.shape[0]:
+        raise ValueError("each feature row needs one label: feats (N, D) and labels (N,) must agree on N")
+    if train_labels.min() < 0 or test_labels.min() < 0:
+        raise ValueError("labels must be class ids >= 0")
