@@ -55,11 +55,12 @@ report: install
 	$(PY) autograder/report.py --state $(STATE)
 
 # Grade the catalogue of right, wrong and hostile answers (in the sandbox, JOBS at once) and check every grade.
+# It refuses to run without bubblewrap: the hostile answers attack the machine they run on.
 grader-check: install
 	rm -rf _build/grader-check
 	$(PY) autograder/fixtures/catalogue.py build _build/grader-check/submissions
 	ATTNBOOK_GRADING_PART_SECONDS=30 $(PY) autograder/course.py --state _build/grader-check grade --jobs $(JOBS) \
-		_build/grader-check/submissions
+		--require-sandbox _build/grader-check/submissions
 	$(PY) autograder/fixtures/catalogue.py check _build/grader-check/grades.csv
 
 clean:

@@ -13,6 +13,10 @@ the hidden tests, and ``grades.csv`` with one row per student and assignment
 and one column per graded cell. Running it again regrades from the same
 submissions and writes the same files, whatever ``--jobs`` is.
 
+Without bubblewrap ``grade`` refuses to start (the students' code would run
+as you, with no file isolation) unless ``ATTNBOOK_GRADING_SANDBOX=none`` says
+the notebooks are trusted; ``--require-sandbox`` refuses even then.
+
 ``--state DIR`` keeps the runtime state (release, submitted, autograded,
 feedback, gradebook.db) in DIR instead of the repository root.
 """
@@ -271,7 +275,12 @@ def _record(db_url: str, results: list[dict]) -> None:
             gb.db.commit()
 
 
-def grade(submissions: Path | None, state: Path, out: Path, jobs: int) -> int:
+def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False) -> int:
+    from attnbook.grading import sandbox
+
+    if why := sandbox.refusal(strict=require_sandbox):
+        print(f"not grading: {why}", file=sys.stderr)
+        return 2
     nbgrader = Nbgrader(state)
     submitted = nbgrader.state / "submitted"
     if submissions is not None:
@@ -367,10 +376,13 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("submissions", type=Path, nargs="?", help="<student>/<assignment>/*.ipynb (default: submitted/)")
     gr.add_argument("--out", type=Path, default=None, help="CSV path (default: STATE/grades.csv)")
     gr.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
+    gr.add_argument("--require-sandbox", action="store_true",
+                    help="refuse without bubblewrap even if ATTNBOOK_GRADING_SANDBOX=none (hostile submissions)")
     args = parser.parse_args(argv)
     if args.command == "release":
         return release(args.state, args.check)
-    return grade(args.submissions, args.state, args.out or args.state / "grades.csv", max(1, args.jobs))
+    return grade(args.submissions, args.state, args.out or args.state / "grades.csv", max(1, args.jobs),
+                 args.require_sandbox)
 
 
 if __name__ == "__main__":

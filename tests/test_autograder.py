@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from attnbook.grading import sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "autograder" / "course.py"
 _spec = importlib.util.spec_from_file_location("catalogue", ROOT / "autograder" / "fixtures" / "catalogue.py")
@@ -26,12 +28,14 @@ catalogue = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(catalogue)
 
 pytestmark = pytest.mark.slow
-SANDBOXED = shutil.which("bwrap") is not None
+SANDBOXED = sandbox.isolation() == "bubblewrap"
+# Without bubblewrap the course's own notebooks (trusted) are graded unconfined; the hostile ones never are.
+TRUSTED = {} if SANDBOXED else {"ATTNBOOK_GRADING_SANDBOX": "none"}
 
 
 def course(*args, **env):
     return subprocess.run([sys.executable, str(COURSE), *args], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "ATTNBOOK_GRADING_PART_SECONDS": "30", **env})
+                          env={**os.environ, "ATTNBOOK_GRADING_PART_SECONDS": "30", **TRUSTED, **env})
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -52,10 +56,12 @@ def test_committed_student_notebooks_match_release():
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """Grade the whole catalogue once, two submissions at a time; return (submissions, state)."""
+    if not SANDBOXED:
+        pytest.skip("bubblewrap does not run here: the catalogue's hostile answers would attack this checkout")
     base = tmp_path_factory.mktemp("class")
     submissions, state = base / "submissions", base / "state"
     catalogue.build_submissions(submissions)
-    done = course("--state", str(state), "grade", "--jobs", "2", str(submissions))
+    done = course("--state", str(state), "grade", "--jobs", "2", "--require-sandbox", str(submissions))
     assert done.returncode == 0, done.stdout + done.stderr
     return submissions, state
 
@@ -96,7 +102,6 @@ def test_feedback_names_the_mistake_and_keeps_every_secret(graded):
             assert phrase in text, (name, phrase)
 
 
-@pytest.mark.skipif(not SANDBOXED, reason="bubblewrap is not installed: no pid namespace to end strays")
 def test_no_process_outlives_its_submission(graded):
     strays = subprocess.run(["pgrep", "-f", "attnbook-hostile-sleeper"], capture_output=True, text=True)
     assert strays.stdout == ""
@@ -126,6 +131,30 @@ def test_regrading_serially_gives_the_same_csv_and_loses_nothing(tmp_path):
     assert (state / "grades.csv").read_text() == first
     assert digests(state / "feedback") == feedback
     assert digests(state / "submitted") == digests(submissions)
+
+
+def test_without_bubblewrap_grading_refuses_before_touching_anything(tmp_path):
+    submissions, state = tmp_path / "submissions", tmp_path / "state"
+    catalogue.build_submissions(submissions, {"hostile_source_file": catalogue.ANSWERS["hostile_source_file"]})
+    no_bwrap = {"PATH": str(tmp_path / "bin"), "ATTNBOOK_GRADING_SANDBOX": ""}  # bwrap cannot be found
+    done = course("--state", str(state), "grade", str(submissions), **no_bwrap)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "apt install bubblewrap" in done.stderr and "ATTNBOOK_GRADING_SANDBOX=none" in done.stderr
+    assert not state.exists() and not (tmp_path / "grades.csv").exists()  # nothing copied, nothing graded
+    # make grader-check's strict mode refuses even when the instructor turns the sandbox off
+    done = course("--state", str(state), "grade", "--require-sandbox", str(submissions),
+                  ATTNBOOK_GRADING_SANDBOX="none")
+    assert done.returncode == 2 and "hostile" in done.stderr and not state.exists()
+
+
+def test_trusted_notebooks_may_be_graded_without_the_sandbox_when_asked(tmp_path):
+    submissions, state = tmp_path / "submissions", tmp_path / "state"
+    trusted = {"vit_alternative_answers": catalogue.ANSWERS["vit_alternative_answers"]}
+    catalogue.build_submissions(submissions, trusted)  # with the solution and a blank notebook
+    done = course("--state", str(state), "grade", "--jobs", "2", str(submissions), ATTNBOOK_GRADING_SANDBOX="none")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "(sandbox: none)" in done.stdout
+    assert catalogue.problems(state / "grades.csv", trusted) == []
 
 
 def test_missing_submissions_folder_is_a_clear_error(tmp_path):

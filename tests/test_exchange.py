@@ -18,6 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attnbook.grading import sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "autograder" / "course.py"
 _spec = importlib.util.spec_from_file_location("course", COURSE)
@@ -71,8 +73,9 @@ def test_release_submit_collect_grade_feedback(tmp_path, monkeypatch):
     instructor("collect", ASSIGNMENT, on_exchange)
     assert (state / "submitted" / STUDENT / ASSIGNMENT / course.NOTEBOOK).exists()
 
+    trusted = {"ATTNBOOK_GRADING_SANDBOX": "none"} if sandbox.isolation() == "none" else {}  # the solution
     done = subprocess.run([sys.executable, str(COURSE), "--state", str(state), "grade"],
-                          capture_output=True, text=True, cwd=ROOT)
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, **trusted})
     assert done.returncode == 0, done.stdout + done.stderr
     with open(state / "grades.csv", newline="") as fh:
         (row,) = list(csv.DictReader(fh))

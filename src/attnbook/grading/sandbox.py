@@ -5,7 +5,8 @@ folders, the Python installation and the virtual environment, read-only
 (attnbook's own source hidden if it lies there), a private ``/tmp``, no
 network, its own process and user namespaces (it runs as ``nobody``), and no
 capabilities; when it ends, every process it started ends with it. Without bubblewrap, only the limits and the
-process group apply: say so where grades are reported (:func:`isolation`).
+process group apply: grading refuses to start unless told the notebooks are trusted (:func:`refusal`), and
+says which isolation was in force where grades are reported (:func:`isolation`).
 
 Limits (environment variables, for the whole worker):
 ``ATTNBOOK_GRADING_MEMORY_GIB`` (address space, default 4),
@@ -54,6 +55,28 @@ def isolation() -> str:
     probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "--uid", "65534",
                             "--die-with-parent", "true"], capture_output=True)
     return "bubblewrap" if probe.returncode == 0 else "none"
+
+
+def refusal(strict: bool = False) -> str | None:
+    """Why grading must not start on this machine, or ``None`` when it may.
+
+    Without bubblewrap a worker runs as the instructor with no file isolation,
+    so grading refuses unless ``ATTNBOOK_GRADING_SANDBOX=none`` says that the
+    notebooks are trusted. ``strict`` (the catalogue, whose hostile answers
+    attack the machine they run on) refuses even then.
+    """
+    if isolation() == "bubblewrap":
+        return None
+    opted_out = os.environ.get("ATTNBOOK_GRADING_SANDBOX") == "none"
+    if opted_out and not strict:
+        return None
+    if opted_out:
+        return ("ATTNBOOK_GRADING_SANDBOX=none turns the sandbox off, and these submissions include hostile ones "
+                "that attack the machine they run on (they rewrite attnbook's source, for one): unset it")
+    return ("bubblewrap (bwrap) is not installed or cannot run here, so the students' code would run as you, "
+            "free to read and change every file you can: the course, the gradebook, other students' work. "
+            "Install it (Debian and Ubuntu: apt install bubblewrap) and grade again"
+            + ("" if strict else "; to grade trusted notebooks without it, set ATTNBOOK_GRADING_SANDBOX=none"))
 
 
 def _visible() -> list[Path]:
