@@ -23,7 +23,9 @@ ValueError: preset 'wide' needs vocab_size=...; it sets only width
 from __future__ import annotations
 
 from dataclasses import MISSING, asdict, fields, replace
-from typing import ClassVar, Self
+from typing import ClassVar, TypeVar
+
+_C = TypeVar("_C", bound="PresetConfig")  # typing.Self needs Python 3.11; the package supports 3.10
 
 
 class PresetConfig:
@@ -32,7 +34,7 @@ class PresetConfig:
     presets: ClassVar[dict[str, dict[str, object]]] = {}
 
     @classmethod
-    def preset(cls, name: str, **overrides: object) -> Self:
+    def preset(cls: type[_C], name: str, **overrides: object) -> _C:
         """A config from ``cls.presets[name]`` with any field overridden; fields without a default must be given."""
         if name not in cls.presets:
             raise ValueError(f"unknown preset {name!r}; choose one of {sorted(cls.presets)}")
@@ -44,7 +46,7 @@ class PresetConfig:
             raise ValueError(f"preset {name!r} needs {'=..., '.join(required)}=...; it sets only {sets}")
         return cls(**given)
 
-    def replace(self, **changes: object) -> Self:
+    def replace(self: _C, **changes: object) -> _C:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)  # type: ignore[type-var]
 
