@@ -333,14 +333,8 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     done = nbgrader("generate_feedback", "*", "--force", check=False)
     (nbgrader.state / "grading.log").write_text(f"$ nbgrader generate_feedback '*'\n{done.stdout}{done.stderr}\n")
     write_csv(results, out)
-    print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'} (sandbox: {_isolation()})")
+    print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()})")
     return 0
-
-
-def _isolation() -> str:
-    from attnbook.grading import sandbox
-
-    return sandbox.isolation()
 
 
 def write_csv(results: list[dict], out: Path) -> None:

@@ -17,9 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import exercise_harness as harness
 import pytest
-
-from attnbook.grading import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "autograder" / "course.py"
@@ -28,9 +27,8 @@ catalogue = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(catalogue)
 
 pytestmark = pytest.mark.slow
-SANDBOXED = sandbox.isolation() == "bubblewrap"
-# Without bubblewrap the course's own notebooks (trusted) are graded unconfined; the hostile ones never are.
-TRUSTED = {} if SANDBOXED else {"ATTNBOOK_GRADING_SANDBOX": "none"}
+TRUSTED = harness.trusted_grading_env()  # the course's own notebooks; the hostile ones need the sandbox
+SANDBOXED = not TRUSTED
 
 
 def course(*args, **env):

@@ -15,10 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import exercise_harness as harness
 import nbformat
 import pytest
-
-from attnbook.grading import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "autograder" / "course.py"
@@ -73,9 +72,8 @@ def test_release_submit_collect_grade_feedback(tmp_path, monkeypatch):
     instructor("collect", ASSIGNMENT, on_exchange)
     assert (state / "submitted" / STUDENT / ASSIGNMENT / course.NOTEBOOK).exists()
 
-    trusted = {"ATTNBOOK_GRADING_SANDBOX": "none"} if sandbox.isolation() == "none" else {}  # the solution
-    done = subprocess.run([sys.executable, str(COURSE), "--state", str(state), "grade"],
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, **trusted})
+    done = subprocess.run([sys.executable, str(COURSE), "--state", str(state), "grade"], capture_output=True,
+                          text=True, cwd=ROOT, env={**os.environ, **harness.trusted_grading_env()})  # the solution
     assert done.returncode == 0, done.stdout + done.stderr
     with open(state / "grades.csv", newline="") as fh:
         (row,) = list(csv.DictReader(fh))

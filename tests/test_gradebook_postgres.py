@@ -13,9 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import exercise_harness as harness
 import pytest
-
-from attnbook.grading import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "autograder" / "course.py"
@@ -72,9 +71,7 @@ def test_grades_go_to_the_postgres_gradebook(postgres_url, tmp_path):
         shutil.copy(source / ASSIGNMENT / NOTEBOOK, submissions / student / ASSIGNMENT / NOTEBOOK)
     root_db_existed = (ROOT / "gradebook.db").exists()
 
-    env = {**os.environ, "ATTNBOOK_GRADEBOOK": postgres_url}
-    if sandbox.isolation() == "none":  # trusted notebooks: grade them unconfined rather than not at all
-        env["ATTNBOOK_GRADING_SANDBOX"] = "none"
+    env = {**os.environ, "ATTNBOOK_GRADEBOOK": postgres_url, **harness.trusted_grading_env()}
     _run(sys.executable, COURSE, "--state", state, "grade", submissions, env=env, cwd=ROOT)
 
     engine = sqlalchemy.create_engine(postgres_url)
