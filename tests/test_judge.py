@@ -109,6 +109,40 @@ def test_a_crash_costs_the_part_and_says_why(source, status, tmp_path, monkeypat
     assert result.score == 0 and any(status in s for s in worker.statuses), worker.statuses
 
 
+MASKED_SDPA = """import math, torch
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    w = torch.softmax(scores, -1)
+    return w @ v, w
+"""
+SDPA_TEST = ("from attnbook.grading.transformer import check_scaled_dot_product_attention\n"
+             "check_scaled_dot_product_attention(scaled_dot_product_attention)")
+HANG = "while True:\n    pass"
+
+
+def test_cells_that_hang_cost_one_time_limit_not_one_per_part(monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "5")
+    plan = [("cell", MASKED_SDPA), ("test", "before", SDPA_TEST, 2), ("cell", HANG),
+            ("test", "hangs", SDPA_TEST, 2), ("test", "after", SDPA_TEST, 2)]
+    results, statuses = judge.grade_cells(plan, [ROOT])
+    assert results["before"].score == 2.0
+    assert results["hangs"].score == 0 and "time limit exceeded" in results["hangs"].message
+    assert results["after"].score == 0
+    assert results["after"].message == judge.SLOW_CELLS.format(5)  # not run: it says so
+    assert statuses == ["time limit exceeded"]
+
+
+def test_a_function_that_hangs_costs_its_part_only(monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "5")
+    hangs = "def scaled_dot_product_attention(q, k, v, mask=None):\n    " + HANG.replace("\n", "\n    ")
+    plan = [("cell", hangs), ("test", "hangs", SDPA_TEST, 2), ("cell", MASKED_SDPA), ("test", "fixed", SDPA_TEST, 2)]
+    results, _ = judge.grade_cells(plan, [ROOT])
+    assert results["hangs"].score == 0 and "time limit exceeded" in results["hangs"].message
+    assert results["fixed"].score == 2.0  # the cells ran in time: the later part is graded
+
+
 @pytest.mark.skipif(sandbox.isolation() == "none", reason="bubblewrap is not installed here")
 def test_the_course_files_are_out_of_reach(tmp_path, monkeypatch):
     reference = str(ROOT / "src" / "attnbook" / "attention.py")  # any checkout: only the environment is seen

@@ -30,6 +30,10 @@ class WorkerGone(Exception):
     """The worker ended, broke the protocol or ran out of time; the message is the status to report."""
 
 
+class TimedOut(WorkerGone):
+    """The part's deadline passed while the judge waited for the worker."""
+
+
 def _exit_status(code: int) -> str:
     if code in (-signal.SIGKILL, -signal.SIGSEGV, -signal.SIGABRT, 137):
         return f"memory limit exceeded or crashed (exit {code})"
@@ -99,6 +103,7 @@ class Worker:
         self.deadline = 0.0
         self.statuses: list[str] = []  # what went wrong, for the status column
         self.called: set[str] = set()  # forbidden references the student's code reached
+        self.slow_cells: list[str] | None = None  # the cells that ran out of time before their part began
 
     # -------------------------------------------------------------- process
 
@@ -130,7 +135,7 @@ class Worker:
         left = self.deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
             self.close()
-            raise WorkerGone("time limit exceeded")
+            raise TimedOut("time limit exceeded")
         try:
             message = _wire.receive(fd)
         except (EOFError, _wire.WireError) as err:
@@ -151,7 +156,11 @@ class Worker:
         sources, packages = package
         self._send({"op": "part", "package": sources, "packages": packages, "cells": cells, "names": names,
                     "kernels": kernels, "torch": trapped})
-        reply = self._receive()
+        try:
+            reply = self._receive()
+        except TimedOut:
+            self.slow_cells = list(cells)
+            raise
         self.statuses += [f"review: the notebook {flag}" for flag in reply.get("flags", [])]
         self.called.update(reply.get("called", []))
         return {name: _wire.decode(value, remote=self._proxy) for name, value in reply["ready"].items()}

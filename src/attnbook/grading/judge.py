@@ -16,6 +16,10 @@ names of the student's objects, its points. For every graded part it
    check passes, its partial credit, 0 when it raises — capped at the cell's
    points; a crash of the worker or of the check costs that part only.
 
+Cells that run out of time before their part begins would do so again for
+every later part, so those parts score 0 without being run (one time limit
+per hanging notebook, not one per part).
+
 >>> [(c.check.name, c.names, c.points) for c in parse_test_cell(
 ...     "from attnbook.grading.transformer import check_masks\\n"
 ...     "check_masks(causal_mask, padding_mask)\\ncheck_masks(causal_mask, padding_mask, points=2)")]
@@ -194,10 +198,25 @@ def open_worker(workdir: Path, hidden: list[Path]) -> Worker:
                   preexec=sandbox.apply_limits)
 
 
+SLOW_CELLS = ("This part could not be graded: the notebook's cells before it ran past the time limit "
+              "({:g} s) for an earlier part, so they were not run again.")
+
+
+def stalled_before(worker: Worker, cells: list[str]) -> bool:
+    """Whether ``cells`` begin with the cells that already ran out of time before a part began.
+
+    Those cells would run out of time again: a notebook that hangs in its third
+    cell costs one time limit, not one per later part.
+    """
+    slow = worker.slow_cells
+    return slow is not None and cells[:len(slow)] == slow
+
+
 def grade_cells(plan: list, hidden: list[Path]) -> tuple[dict[str, Result], list[str]]:
     """Grade a submission given as ``plan``: a list of ("cell", source) and ("test", grade_id, source, points).
 
-    Returns grade_id -> :class:`Result` and the status notes.
+    Returns grade_id -> :class:`Result` and the status notes. A part whose cells begin with cells that
+    ran out of time for an earlier part is not run: it scores 0 and says why (:func:`stalled_before`).
     """
     with tempfile.TemporaryDirectory(prefix="attnbook-sandbox-") as workdir:
         worker = open_worker(Path(workdir), hidden)
@@ -208,6 +227,9 @@ def grade_cells(plan: list, hidden: list[Path]) -> tuple[dict[str, Result], list
                     cells.append(step[1])
                     continue
                 _, grade_id, source, points = step
+                if stalled_before(worker, cells):
+                    results[grade_id] = Result(0.0, float(points), SLOW_CELLS.format(worker.part_timeout))
+                    continue
                 results[grade_id] = judge_part(worker, list(cells), parse_test_cell(source), points)
         finally:
             worker.close()
