@@ -160,7 +160,7 @@ class Worker:
             reply = self._receive()
         except TimedOut:
             self.slow_cells = list(cells)
-            raise
+            raise TimedOut("time limit exceeded in the notebook's cells") from None
         self.statuses += [f"review: the notebook {flag}" for flag in reply.get("flags", [])]
         self.called.update(reply.get("called", []))
         return {name: _wire.decode(value, remote=self._proxy) for name, value in reply["ready"].items()}
