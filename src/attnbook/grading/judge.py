@@ -51,6 +51,8 @@ _GRADING_KEPT = {"__init__.py", "errors.py", "fixtures.py"}
 class TestCall:
     """One call in a test cell: ``check(*names, points=points)``."""
 
+    __test__ = False  # not a pytest test class, despite its name
+
     check: Part
     names: tuple[str, ...]
     points: float | None
@@ -207,6 +209,11 @@ def stalled_before(worker: Worker, cells: list[str]) -> bool:
 
     Those cells would run out of time again: a notebook that hangs in its third
     cell costs one time limit, not one per later part.
+
+    >>> worker = Worker(["python"], cwd=".", env={}, part_timeout=120.0)  # not started
+    >>> worker.slow_cells = ["x = 1", "while True: pass"]
+    >>> stalled_before(worker, ["x = 1", "while True: pass", "y = x"]), stalled_before(worker, ["x = 1"])
+    (True, False)
     """
     slow = worker.slow_cells
     return slow is not None and cells[:len(slow)] == slow
