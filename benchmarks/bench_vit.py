@@ -119,9 +119,9 @@ def classify(part: str, name: str, model: torch.nn.Module, train, test, *, steps
              fraction: float = 1.0, lr: float = 2e-3, batch_size: int = 64, label_smoothing: float = 0.1,
              metric: str = "test_accuracy") -> dict[str, object]:
     n = int(round(fraction * len(train[1])))
-    clock = Clock()
+    clock = Clock()  # the one evaluation, at the end, is counted in the CPU seconds
     history = train_classifier(model, (train[0][:n], train[1][:n]), test, steps=steps, lr=lr, max_shift=max_shift,
-                               batch_size=batch_size, label_smoothing=label_smoothing, eval_every=steps)  # one evaluation, at the end, counted in the CPU seconds
+                               batch_size=batch_size, label_smoothing=label_smoothing, eval_every=steps)
     return dict(part=part, model=name, data_fraction=fraction, max_shift=max_shift, steps=steps,
                 **clock.fields(), metric=metric, value=round(history.last["accuracy"], 4))
 
