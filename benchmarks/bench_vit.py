@@ -29,6 +29,9 @@ pages plot these files.
   measurement grows with training.
 * ``recipe``: the ``seeds`` ViT (seeds 0 and 1) with batches of 64 for 2,900
   steps, without label smoothing, and both: whether the recipe moves it.
+* ``init``: the ``seeds`` ViT (seeds 0, 1 and 2) with its patch embedding left
+  at PyTorch's default initialisation, as timm leaves its Conv2d, instead of
+  the truncated normal (std 0.02): whether the initialisation moves it.
 * ``mae``: an MAE (patch 2, 75 % masked) pre-trained on the digits' training
   images (pixels standardised); masked-patch MSE against predicting the mean
   patch; a logistic-regression probe on its features against a random encoder;
@@ -40,7 +43,7 @@ pages plot these files.
 
 Run::
 
-    nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist sweep patch4 seeds longer recipe mae detr
+    nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist sweep patch4 seeds longer recipe init mae detr
 """
 
 from __future__ import annotations
@@ -257,11 +260,13 @@ def part_patch4(rows: Rows, steps: int = 1000) -> None:
 
 
 def mnist_vit_run(rows: Rows, part: str, seed: int, steps: int, name: str = "vit", batch_size: int = 128,
-                  label_smoothing: float = 0.1) -> None:
+                  label_smoothing: float = 0.1, default_patch_init: bool = False) -> None:
     """The ``mnist`` ViT (shifts of +-2) from ``seed``, for ``steps``: accuracy and rollout rows."""
     train, test = mnist_split()
     torch.manual_seed(seed)
     vit = ViT(ViTConfig.preset("cpu-mnist"))
+    if default_patch_init:
+        vit.patch_embed.proj.reset_parameters()  # nn.Linear's default: Kaiming-uniform, as a Conv2d's
     rows.add(row := classify(part, f"{name}-seed{seed}", vit, train, test, steps=steps, batch_size=batch_size,
                              label_smoothing=label_smoothing, max_shift=2))
     add_rollout(rows, row, vit, test[0])
@@ -287,13 +292,19 @@ def part_recipe(rows: Rows, seeds: tuple[int, ...] = (0, 1)) -> None:
             mnist_vit_run(rows, "recipe", seed, steps, name=name, batch_size=batch_size, label_smoothing=smoothing)
 
 
+def part_init(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
+    """The ``seeds`` ViT with the patch embedding at PyTorch's default initialisation, as in timm."""
+    for seed in seeds:
+        mnist_vit_run(rows, "init", seed, steps=2400, name="vit-convinit", default_patch_init=True)
+
+
 def part_sweep(rows: Rows) -> None:
     """The data sweep's smaller shares (the 100 % runs are in ``mnist``)."""
     part_mnist(rows, runs=((0.3, 2), (0.1, 2)))
 
 
 PARTS = {"digits": part_digits, "mnist": part_mnist, "sweep": part_sweep, "patch4": part_patch4, "seeds": part_seeds,
-         "longer": part_longer, "recipe": part_recipe, "mae": part_mae, "detr": part_detr}
+         "longer": part_longer, "recipe": part_recipe, "init": part_init, "mae": part_mae, "detr": part_detr}
 
 
 def main(argv: list[str] | None = None) -> None:

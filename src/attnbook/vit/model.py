@@ -132,7 +132,11 @@ class ViT(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
-        """timm's initialisation: truncated normal (std 0.02) positions and Linear weights."""
+        """timm's initialisation: truncated normal (std 0.02) positions and Linear weights, zero biases.
+
+        One difference: timm's patch embedding is a ``Conv2d``, which it leaves at PyTorch's default
+        initialisation; ours is a Linear and gets the truncated normal too.
+        """
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
         nn.init.normal_(self.cls_token, std=1e-6)
         for module in self.modules():
