@@ -44,6 +44,10 @@ pages plot these files.
 Run::
 
     nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist sweep patch4 seeds longer recipe init mae detr
+
+``--device cuda`` trains on the GPU under bf16 autocast (:func:`attnbook.runtime.autocast`) and
+writes ``vit_<part>_cuda.csv`` instead; every evaluation (accuracy, rollout, MAE's loss and probe,
+DETR's IoU) stays in fp32, the models moved back to the CPU where the CPU code path needs them.
 """
 
 from __future__ import annotations
@@ -70,18 +74,22 @@ RESULTS = Path(__file__).parent / "results"
 FIELDS = ["part", "model", "data_fraction", "max_shift", "steps", "cpu_seconds", "wall_seconds", "metric", "value"]
 
 
+DEVICE = torch.device("cpu")  # where models train: main()'s --device
+
+
 def machine() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    gpu = f", {torch.cuda.get_device_name(DEVICE)}, bf16 autocast" if DEVICE.type == "cuda" else ""
     return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch "
-            f"{torch.__version__}, {torch.get_num_threads()} thread, load average {load:.1f} at start")
+            f"{torch.__version__}, {torch.get_num_threads()} thread{gpu}, load average {load:.1f} at start")
 
 
 class Rows:
-    """Rows of one part, each written to ``results/vit_<part>.csv`` as soon as it is measured."""
+    """Rows of one part, each written to ``results/vit_<part>.csv`` (``_cuda.csv`` on the GPU) when measured."""
 
     def __init__(self, part: str) -> None:
         RESULTS.mkdir(exist_ok=True)
-        self.path = RESULTS / f"vit_{part}.csv"
+        self.path = RESULTS / f"vit_{part}{'_cuda' if DEVICE.type == 'cuda' else ''}.csv"
         with open(self.path, "w", newline="") as f:
             f.write(f"# .venv/bin/python benchmarks/bench_vit.py {' '.join(sys.argv[1:])} | {machine()}\n")
             csv.DictWriter(f, FIELDS).writeheader()
@@ -99,6 +107,8 @@ class Clock:
         self.cpu, self.wall = time.process_time(), time.perf_counter()
 
     def fields(self) -> dict[str, float]:
+        if DEVICE.type == "cuda":
+            torch.cuda.synchronize(DEVICE)  # the GPU's queued work belongs to this run
         return {"cpu_seconds": round(time.process_time() - self.cpu, 1),
                 "wall_seconds": round(time.perf_counter() - self.wall, 1)}
 
@@ -124,7 +134,8 @@ def classify(part: str, name: str, model: torch.nn.Module, train, test, *, steps
     n = int(round(fraction * len(train[1])))
     clock = Clock()  # the one evaluation, at the end, is counted in the CPU seconds
     history = train_classifier(model, (train[0][:n], train[1][:n]), test, steps=steps, lr=lr, max_shift=max_shift,
-                               batch_size=batch_size, label_smoothing=label_smoothing, eval_every=steps)
+                               batch_size=batch_size, label_smoothing=label_smoothing, eval_every=steps,
+                               device=DEVICE)
     return dict(part=part, model=name, data_fraction=fraction, max_shift=max_shift, steps=steps,
                 **clock.fields(), metric=metric, value=round(history.last["accuracy"], 4))
 
@@ -132,7 +143,8 @@ def classify(part: str, name: str, model: torch.nn.Module, train, test, *, steps
 def rollout_on_ink(model: ViT, images: torch.Tensor, threshold: float = 0.25) -> dict[str, float]:
     """Share of the class token's mass on ink patches (mean pixel > ``threshold``), and the ink share."""
     model.eval()
-    maps = attention_maps(model, images)  # depth x (B, nh, 1 + N, 1 + N)
+    device = next(model.parameters()).device
+    maps = [a.cpu() for a in attention_maps(model, images.to(device))]  # depth x (B, nh, 1 + N, 1 + N), fp32
     ink = patchify(images, model.config.patch_size).mean(-1) > threshold  # (B, N)
     share = ink.float().mean().item()
     out = {"ink_patch_share": share}
@@ -199,9 +211,9 @@ def part_mae(rows: Rows, steps: int = 3000, finetune_steps: tuple[int, ...] = (1
     g = torch.Generator().manual_seed(0)
     clock = Clock()
     fit(mae, lambda m, b: m(b[0])[0], shifted_batches(xtr, ytr, batch_size=64, generator=g), steps=steps,
-        lr=2e-3, weight_decay=0.05, schedule="cosine", warmup_steps=100, device="cpu", progress=False)
+        lr=2e-3, weight_decay=0.05, schedule="cosine", warmup_steps=100, device=DEVICE, progress=False)
     seconds = clock.fields()
-    mae.eval()
+    mae.cpu().eval()  # evaluated on the CPU, with a CPU generator for the masking
     with torch.no_grad():
         loss, pred, mask = mae(xte, generator=torch.Generator().manual_seed(1))
     from attnbook.vit import patchify
@@ -240,9 +252,9 @@ def part_detr(rows: Rows, steps: int = 1000) -> None:
 
     clock = Clock()
     fit(model, lambda m, b: set_loss(m(b[0]), b[1], b[2], config)[0], batch, steps=steps, lr=1e-3,
-        weight_decay=1e-4, schedule="cosine", warmup_steps=100, device="cpu", progress=False)
+        weight_decay=1e-4, schedule="cosine", warmup_steps=100, device=DEVICE, progress=False)
     seconds = clock.fields()
-    model.eval()
+    model.cpu().eval()
     with torch.no_grad():
         scores = matched_box_iou(model(test.images), test.labels, test.boxes, config)
     for k, v in scores.items():
@@ -312,7 +324,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("parts", nargs="+", choices=sorted(PARTS))
     parser.add_argument("--mae-steps", type=int, default=3000, help="MAE pre-training steps (default 3000)")
     parser.add_argument("--detr-steps", type=int, default=1000, help="DETR training steps (default 1000)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="train on the CPU (default) or on the GPU under bf16 autocast")
     args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is available here")
+    global DEVICE
+    DEVICE = torch.device(args.device)
     torch.set_num_threads(1)
     steps = {"mae": {"steps": args.mae_steps}, "detr": {"steps": args.detr_steps}}
     for part in args.parts:
