@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     result = dict(steps=steps, tokens_per_s=tokens / elapsed, flops=flops, peak=peak, mfu=flops / peak)
     print(f"device {device}, {args.threads} thread(s), batch {args.batch_size} x {args.max_len} tokens")
     print(f"{steps} steps in {elapsed:.1f} s: {tokens / elapsed:,.0f} tokens/s, "
-          f"{flops / 1e9:.1f} GFLOP/s = {flops / peak:.1%} of the {what} peak ({peak / 1e9:.0f} GFLOP/s)")
+          f"{flops / 1e9:.1f} GFLOP/s = {100 * flops / peak:.3g}% of the {what} peak ({peak / 1e9:.0f} GFLOP/s)")
     return result
 
 

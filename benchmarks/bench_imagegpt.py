@@ -151,14 +151,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             e = min(within, key=lambda r: r["val_bpd"])
             print(f"within {limit:5d} steps: best validation at step {e['step']}, test {e['test_bpd']:.3f} bits/dim")
     print(f"training {train_seconds:.1f} s, {tok_per_s:,.0f} tokens/s, {achieved / 1e9:.2f} GFLOP/s; "
-          f"{kind} matmul peak {peak / 1e9:.1f} GFLOP/s ({peak_what}, same run): MFU {achieved / peak:.1%}")
+          f"{kind} matmul peak {peak / 1e9:.1f} GFLOP/s ({peak_what}, same run): MFU {100 * achieved / peak:.3g}%")
 
     out = Path(args.csv) if args.csv else RESULTS / f"imagegpt_{args.data}.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w") as f:
         f.write(f"# {' '.join(['python', 'benchmarks/bench_imagegpt.py', *(argv or [])])}; {device} "
                 f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus, threads {args.threads}; "
-                f"{tok_per_s:.0f} tokens/s, MFU {achieved / peak:.3f}; histogram {histogram:.4f}\n")
+                f"{tok_per_s:.0f} tokens/s, MFU {achieved / peak:.3g}; histogram {histogram:.4f}\n")
         f.write("step,seconds,val_bpd,test_bpd\n")
         for e in evals:
             f.write(f"{e['step']},{e['seconds']:.2f},{e['val_bpd']:.4f},{e['test_bpd']:.4f}\n")
