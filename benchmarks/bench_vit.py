@@ -32,6 +32,11 @@ pages plot these files.
 * ``init``: the ``seeds`` ViT (seeds 0, 1 and 2) with its patch embedding left
   at PyTorch's default initialisation, as timm leaves its Conv2d, instead of
   the truncated normal (std 0.02): whether the initialisation moves it.
+* ``registers``: the ``seeds`` ViT (seeds 0, 1 and 2) with four register
+  tokens (``reg_tokens=4``, Darcet et al. 2024), which give attention a
+  place to put weight that is not a patch: whether they move it. The
+  rollout rows add the share of the class token's mass that comes from the
+  registers' inputs (left out of the share on ink, like the class token's own).
 * ``mae``: an MAE (patch 2, 75 % masked) pre-trained on the digits' training
   images (pixels standardised); masked-patch MSE against predicting the mean
   patch; a logistic-regression probe on its features against a random encoder;
@@ -43,7 +48,8 @@ pages plot these files.
 
 Run::
 
-    nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist sweep patch4 seeds longer recipe init mae detr
+    nice -n 10 .venv/bin/python benchmarks/bench_vit.py digits mnist sweep patch4 seeds longer recipe init \\
+        registers mae detr
 
 ``--device cuda`` trains on the GPU under bf16 autocast (:func:`attnbook.runtime.autocast`) and
 writes ``vit_<part>_cuda.csv`` instead; every evaluation (accuracy, rollout, MAE's loss and probe,
@@ -144,7 +150,7 @@ def rollout_on_ink(model: ViT, images: torch.Tensor, threshold: float = 0.25) ->
     """Share of the class token's mass on ink patches (mean pixel > ``threshold``), and the ink share."""
     model.eval()
     device = next(model.parameters()).device
-    maps = [a.cpu() for a in attention_maps(model, images.to(device))]  # depth x (B, nh, 1 + N, 1 + N), fp32
+    maps = [a.cpu() for a in attention_maps(model, images.to(device))]  # depth x (B, nh, 1+R+N, 1+R+N), fp32
     ink = patchify(images, model.config.patch_size).mean(-1) > threshold  # (B, N)
     share = ink.float().mean().item()
     out = {"ink_patch_share": share}
@@ -154,6 +160,9 @@ def rollout_on_ink(model: ViT, images: torch.Tensor, threshold: float = 0.25) ->
                          ("last_layer", maps[-1].mean(1))):
         on_ink = class_token_share(rolled, ink).mean().item()
         out[f"{name}_mass_on_ink"], out[f"{name}_ratio"] = on_ink, on_ink / share
+    if R := model.config.reg_tokens:  # registers at 1..R: their share of the class token's other mass
+        row = attention_rollout(maps)[:, 0, 1:]  # (B, R + N)
+        out["rollout_mass_on_registers"] = (row[:, :R].sum(-1) / row.sum(-1)).mean().item()
     return out
 
 
@@ -272,11 +281,11 @@ def part_patch4(rows: Rows, steps: int = 1000) -> None:
 
 
 def mnist_vit_run(rows: Rows, part: str, seed: int, steps: int, name: str = "vit", batch_size: int = 128,
-                  label_smoothing: float = 0.1, default_patch_init: bool = False) -> None:
+                  label_smoothing: float = 0.1, default_patch_init: bool = False, reg_tokens: int = 0) -> None:
     """The ``mnist`` ViT (shifts of +-2) from ``seed``, for ``steps``: accuracy and rollout rows."""
     train, test = mnist_split()
     torch.manual_seed(seed)
-    vit = ViT(ViTConfig.preset("cpu-mnist"))
+    vit = ViT(ViTConfig.preset("cpu-mnist", reg_tokens=reg_tokens))
     if default_patch_init:
         vit.patch_embed.proj.reset_parameters()  # nn.Linear's default: Kaiming-uniform, as a Conv2d's
     rows.add(row := classify(part, f"{name}-seed{seed}", vit, train, test, steps=steps, batch_size=batch_size,
@@ -310,13 +319,20 @@ def part_init(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
         mnist_vit_run(rows, "init", seed, steps=2400, name="vit-convinit", default_patch_init=True)
 
 
+def part_registers(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
+    """The ``seeds`` ViT with four register tokens after the class token."""
+    for seed in seeds:
+        mnist_vit_run(rows, "registers", seed, steps=2400, name="vit-reg4", reg_tokens=4)
+
+
 def part_sweep(rows: Rows) -> None:
     """The data sweep's smaller shares (the 100 % runs are in ``mnist``)."""
     part_mnist(rows, runs=((0.3, 2), (0.1, 2)))
 
 
 PARTS = {"digits": part_digits, "mnist": part_mnist, "sweep": part_sweep, "patch4": part_patch4, "seeds": part_seeds,
-         "longer": part_longer, "recipe": part_recipe, "init": part_init, "mae": part_mae, "detr": part_detr}
+         "longer": part_longer, "recipe": part_recipe, "init": part_init, "registers": part_registers,
+         "mae": part_mae, "detr": part_detr}
 
 
 def main(argv: list[str] | None = None) -> None:

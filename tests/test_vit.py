@@ -126,6 +126,21 @@ def test_class_token_is_prepended_and_positions_cover_it() -> None:
     torch.testing.assert_close(model(x), model.head(feats[:, 0]))
 
 
+def test_registers_sit_between_the_class_token_and_the_patches() -> None:
+    model = tiny(reg_tokens=3)
+    x = torch.randn(2, 1, 8, 8)
+    tokens = model.embed(x)  # (B, 1 + R + N, D)
+    assert model.config.num_prefix_tokens == 4 and tokens.shape == (2, 8, 16)
+    torch.testing.assert_close(tokens[:, 1:4], (model.reg_token + model.pos_embed[:, 1:4]).expand(2, -1, -1))
+    torch.testing.assert_close(tokens[:, 4:], model.patch_embed(x) + model.pos_embed[:, 4:])
+    torch.testing.assert_close(model(x), model.head(model.forward_features(x)[:, 0]))  # no output reads them
+    assert tiny().reg_token is None and tiny().config.num_prefix_tokens == 1
+    with pytest.raises(ValueError, match="reg_tokens"):
+        ViTConfig.preset("cpu-digits", reg_tokens=-1)
+    with pytest.raises(ValueError, match="registers"):
+        MAE(ViTConfig.preset("cpu-digits", reg_tokens=2))
+
+
 def test_blocks_are_pre_norm() -> None:
     model = tiny()
     block = model.blocks[0]
@@ -203,8 +218,13 @@ def test_class_token_share_against_a_loop_and_its_bounds() -> None:
     assert class_token_share(uniform, selected[:1]).item() == pytest.approx(0.5)
     with pytest.raises(ValueError, match="bool"):
         class_token_share(rolled, selected.float())
-    with pytest.raises(ValueError, match=r"\(B, 1\+N, 1\+N\)"):
+    with pytest.raises(ValueError, match=r"\(B, T, T\)"):
         class_token_share(rolled[:, 0], selected)
+    with pytest.raises(ValueError, match="1 <= N < T"):
+        class_token_share(rolled, torch.ones(3, 5, dtype=torch.bool))
+    # tokens 1 and 2 are registers, 3 and 4 the patches: the registers' mass is left out, like the class token's
+    by_hand = rolled[:, 0, 3] / rolled[:, 0, 3:].sum(-1)
+    torch.testing.assert_close(class_token_share(rolled, torch.tensor([[True, False]] * 3)), by_hand)
 
 
 def test_decay_groups_leave_biases_norms_positions_and_class_token_undecayed() -> None:
@@ -215,6 +235,9 @@ def test_decay_groups_leave_biases_norms_positions_and_class_token_undecayed() -
     names = {id(p): n for n, p in model.named_parameters()}
     assert decayed["weight_decay"] == 0.05 and undecayed["weight_decay"] == 0.0
     assert {names[id(p)] for p in undecayed["params"]} >= {"pos_embed", "cls_token", "norm.weight", "head.bias"}
+    with_registers = tiny(reg_tokens=2)
+    assert any(p is with_registers.reg_token for p in decay_groups(with_registers, 0.05)[1]["params"])
+
     assert all(p.dim() == 2 for p in decayed["params"])  # weight matrices only
     assert len(decayed["params"]) + len(undecayed["params"]) == len(list(model.parameters()))
 

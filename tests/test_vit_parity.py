@@ -20,6 +20,8 @@ timm = import_timm()
 def copy_from_timm(ours: ViT, theirs: nn.Module) -> None:
     """Copy a timm VisionTransformer's weights into ``ours`` (timm stacks W^Q, W^K, W^V in ``qkv``)."""
     ours.cls_token.copy_(theirs.cls_token)
+    if theirs.reg_token is not None:
+        ours.reg_token.copy_(theirs.reg_token)
     ours.pos_embed.copy_(theirs.pos_embed)
     ours.patch_embed.from_conv(theirs.patch_embed.proj)
     for mine, blk in zip(ours.blocks, theirs.blocks, strict=True):
@@ -42,10 +44,11 @@ CONFIGS = [
     dict(img_size=12, patch_size=3, in_chans=3, num_classes=5, embed_dim=24, depth=3, num_heads=3, mlp_ratio=4.0,
          qkv_bias=False),
     dict(img_size=28, patch_size=7, in_chans=1, num_classes=0, embed_dim=32, depth=1, num_heads=4, mlp_ratio=1.5),
+    dict(img_size=28, patch_size=7, in_chans=1, num_classes=10, embed_dim=16, depth=2, num_heads=2, reg_tokens=4),
 ]
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=["digits", "rgb-no-qkv-bias", "mnist-no-head"])
+@pytest.mark.parametrize("cfg", CONFIGS, ids=["digits", "rgb-no-qkv-bias", "mnist-no-head", "mnist-registers"])
 def test_logits_match_timm(cfg: dict) -> None:
     torch.manual_seed(0)
     theirs = timm.models.vision_transformer.VisionTransformer(**cfg).double().eval()

@@ -30,6 +30,15 @@ def test_class_token_maps_are_row_zero_of_the_maps_laid_out_on_the_patch_grid(mo
     assert torch.allclose(full, torch.ones_like(full))
 
 
+def test_class_token_maps_skip_the_registers(images):
+    torch.manual_seed(0)
+    model = ViT(ViTConfig.preset("cpu-digits", patch_size=2, depth=2, reg_tokens=3)).eval()
+    layers, rollout = class_token_maps(model, images)
+    maps = attention_maps(model, images)  # (B, nh, 1 + 3 + 16, 1 + 3 + 16)
+    assert torch.equal(layers[0][1, 2, 3, 0], maps[0][1, 2, 0, 4 + 3 * 4])
+    assert torch.equal(rollout[2, 0, 1], attention_rollout(maps)[2, 0, 4 + 1])
+
+
 def test_explorer_controls_change_the_picture(model, images):
     box = vit_attention_explorer(model, images, labels=torch.tensor([3, 1, 4, 1]))
     c = box.controls

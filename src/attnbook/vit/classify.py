@@ -27,7 +27,7 @@ from attnbook.train import History, fit
 
 __all__ = ["random_shift", "shifted_batches", "decay_groups", "evaluate_accuracy", "train_classifier"]
 
-_NO_DECAY = ("pos_embed", "cls_token")  # ViT parameters of more than one dimension left undecayed
+_NO_DECAY = ("pos_embed", "cls_token", "reg_token")  # ViT parameters of more than one dimension left undecayed
 
 
 def random_shift(images: torch.Tensor, max_shift: int, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -117,6 +117,8 @@ class MAE(nn.Module):
         super().__init__()
         if not isinstance(config, ViTConfig):
             raise TypeError(f"config must be a ViTConfig, got {type(config).__name__}")
+        if config.reg_tokens:
+            raise ValueError(f"MAE's encoder takes no registers, got reg_tokens={config.reg_tokens}")
         Dd = positive_int("decoder_embed_dim", decoder_embed_dim)
         positive_int("decoder_depth", decoder_depth)
         self.config, self.mask_ratio, self.norm_pix_loss = config, mask_ratio, norm_pix_loss

@@ -9,7 +9,7 @@ token carries is itself), rows are renormalised to sum to 1, and the layers'
 matrices are multiplied, first layer on the right. Row 0 of the product says
 how much of the class token's final state flows from each input token.
 
-Shape legend: ``B`` batch, ``nh`` heads, ``T = 1 + N`` tokens.
+Shape legend: ``B`` batch, ``nh`` heads, ``T = 1 + N`` tokens (``1 + R + N`` with ``R`` registers).
 
 Reference: Abnar & Zuidema, *Quantifying Attention Flow in Transformers*
 (2020), https://arxiv.org/abs/2005.00928, section 3.
@@ -89,22 +89,27 @@ def attention_rollout(
 def class_token_share(rollout: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
     """Per image, the share of the class token's mass on the patches that falls on ``selected`` ones: (B,).
 
-    ``rollout`` is (B, 1+N, 1+N) (from :func:`attention_rollout`, or one
-    layer's head-averaged weights); row 0's entries ``1..N`` are renormalised
-    over the patches, and those where ``selected`` (B, N) is True are summed.
-    Compared with ``selected.float().mean()``, it says whether the map favours
-    those patches (a ratio of 1: no more than their share).
+    ``rollout`` is (B, T, T) (from :func:`attention_rollout`, or one layer's
+    head-averaged weights) and ``selected`` (B, N): the last ``N`` tokens are
+    the patches, the ``T - N`` before them the class token (index 0) and any
+    registers. Row 0's patch entries are renormalised over the patches, and
+    those where ``selected`` is True are summed. Compared with
+    ``selected.float().mean()``, it says whether the map favours those
+    patches (a ratio of 1: no more than their share).
 
     >>> r = torch.tensor([[[0.2, 0.6, 0.2], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]])   # (B=1, 3, 3)
     >>> class_token_share(r, torch.tensor([[True, False]]))   # 0.6 of the patches' 0.8
     tensor([0.7500])
+    >>> class_token_share(r, torch.tensor([[True]]))          # token 1 a register: 0.2 of 0.2
+    tensor([1.])
     """
     if rollout.dim() != 3 or rollout.shape[-1] != rollout.shape[-2]:
-        raise ValueError(f"rollout must have shape (B, 1+N, 1+N), got {tuple(rollout.shape)}")
-    if selected.shape != (rollout.shape[0], rollout.shape[-1] - 1) or selected.dtype != torch.bool:
+        raise ValueError(f"rollout must have shape (B, T, T), got {tuple(rollout.shape)}")
+    B, T = rollout.shape[0], rollout.shape[-1]
+    if selected.dim() != 2 or selected.shape[0] != B or not 1 <= selected.shape[1] < T or selected.dtype != torch.bool:
         raise ValueError(
-            f"selected must be a bool tensor of shape {(rollout.shape[0], rollout.shape[-1] - 1)} (B, N), "
-            f"got {selected.dtype} {tuple(selected.shape)}"
+            f"selected must be a bool tensor (B, N) with B = {B} and 1 <= N < T = {T} (the last N tokens are "
+            f"the patches), got {selected.dtype} {tuple(selected.shape)}"
         )
-    mass = rollout[:, 0, 1:]  # (B, N): the class token's row, patches only
+    mass = rollout[:, 0, T - selected.shape[1]:]  # (B, N): the class token's row, patches only
     return (mass * selected).sum(-1) / mass.sum(-1)

@@ -4,17 +4,20 @@
 encoder: the tokens are image patches (:class:`~attnbook.vit.patches.PatchEmbedding`),
 a learnable ``[class]`` token is *prepended*, learnable 1-D positions are added to
 all ``1 + N`` tokens, and after the final LayerNorm an MLP head (one ``Linear``)
-reads the class token alone. The blocks are :class:`attnbook.transformer.EncoderBlock`
-with ``norm_first=True`` (``x = x + MSA(LN(x))``, ``x = x + MLP(LN(x))``) and GELU,
-timm's layout; the only change is timm's LayerNorm epsilon (1e-6). Names follow timm
-(``patch_embed``, ``cls_token``, ``pos_embed``, ``blocks``, ``norm``, ``head``), and
+reads the class token alone. Optional *registers* (``reg_tokens``, timm's name) are
+extra learned tokens after the class token that no output reads. The blocks are
+:class:`attnbook.transformer.EncoderBlock` with ``norm_first=True``
+(``x = x + MSA(LN(x))``, ``x = x + MLP(LN(x))``) and GELU, timm's layout; the only
+change is timm's LayerNorm epsilon (1e-6). Names follow timm (``patch_embed``,
+``cls_token``, ``reg_token``, ``pos_embed``, ``blocks``, ``norm``, ``head``), and
 tests copy timm's ``VisionTransformer`` weights in and compare logits.
 
-Shape legend: ``B`` batch, ``N`` patches, ``D = embed_dim``, ``nh`` heads.
+Shape legend: ``B`` batch, ``N`` patches, ``R`` registers, ``D = embed_dim``, ``nh`` heads.
 
 References: Dosovitskiy et al., *An Image is Worth 16x16 Words* (2020),
-https://arxiv.org/abs/2010.11929, equations 1-4 and table 1; timm's
-``vision_transformer.py``.
+https://arxiv.org/abs/2010.11929, equations 1-4 and table 1; Darcet et al.,
+*Vision Transformers Need Registers* (2024), https://arxiv.org/abs/2309.16588;
+timm's ``vision_transformer.py``.
 """
 
 from __future__ import annotations
@@ -67,11 +70,13 @@ class ViTConfig(PresetConfig):
     qkv_bias: bool = True  # biases in the query/key/value projections (timm: True)
     drop_rate: float = 0.0  # dropout after the positions, on attention weights and sublayer outputs
     layer_norm_eps: float = 1e-6  # timm's LayerNorm epsilon
+    reg_tokens: int = 0  # R: learned register tokens after the class token, read by no output
 
     def __post_init__(self) -> None:
         for name in ("img_size", "patch_size", "in_chans", "embed_dim", "depth", "num_heads"):
             positive_int(name, getattr(self, name))
         int_at_least("num_classes", self.num_classes, 0)
+        int_at_least("reg_tokens", self.reg_tokens, 0)
         if self.img_size % self.patch_size:
             raise ValueError(
                 f"img_size={self.img_size} must be divisible by patch_size={self.patch_size} "
@@ -89,6 +94,11 @@ class ViTConfig(PresetConfig):
         return (self.img_size // self.patch_size) ** 2
 
     @property
+    def num_prefix_tokens(self) -> int:
+        """Tokens before the patches: the class token and the registers, 1 + R."""
+        return 1 + self.reg_tokens
+
+    @property
     def mlp_hidden(self) -> int:
         return int(self.embed_dim * self.mlp_ratio)
 
@@ -96,9 +106,10 @@ class ViT(nn.Module):
     """A Vision Transformer classifier, split as timm splits it.
 
     ``forward_features(images)`` -> (B, 1 + N, D) tokens after the final
-    LayerNorm (index 0 is the class token); ``forward_head(features)`` -> (B,
-    num_classes) logits from the class token; ``forward = head(features)``.
-    ``need_weights=True`` keeps each block's attention weights (B, nh, 1+N, 1+N)
+    LayerNorm (index 0 is the class token; with ``reg_tokens = R``, (B, 1 + R + N, D),
+    the registers at ``1..R``); ``forward_head(features)`` -> (B, num_classes)
+    logits from the class token; ``forward = head(features)``.
+    ``need_weights=True`` keeps each block's attention weights (B, nh, T, T), T = 1 + R + N,
     in ``block.attn_weights`` (see :func:`attnbook.vit.attention_maps`).
 
     >>> model = ViT(ViTConfig.preset("cpu-digits", depth=2))
@@ -114,7 +125,9 @@ class ViT(nn.Module):
         self.config = cfg = config
         self.patch_embed = PatchEmbedding(cfg.img_size, cfg.patch_size, cfg.in_chans, cfg.embed_dim)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, cfg.embed_dim))  # x_class
-        self.pos_embed = nn.Parameter(torch.zeros(1, 1 + cfg.num_patches, cfg.embed_dim))  # E_pos
+        self.reg_token = nn.Parameter(torch.zeros(1, cfg.reg_tokens, cfg.embed_dim)) if cfg.reg_tokens else None
+        # E_pos: one position per token, registers included (timm's default layout)
+        self.pos_embed = nn.Parameter(torch.zeros(1, cfg.num_prefix_tokens + cfg.num_patches, cfg.embed_dim))
         self.pos_drop = nn.Dropout(cfg.drop_rate)
         self.blocks = nn.ModuleList(
             EncoderBlock(cfg.embed_dim, cfg.num_heads, cfg.mlp_hidden, dropout=cfg.drop_rate,
@@ -139,6 +152,8 @@ class ViT(nn.Module):
         """
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
         nn.init.normal_(self.cls_token, std=1e-6)
+        if self.reg_token is not None:
+            nn.init.normal_(self.reg_token, std=1e-6)
         for module in self.modules():
             if isinstance(module, nn.Linear):
                 nn.init.trunc_normal_(module.weight, std=0.02)
@@ -149,17 +164,18 @@ class ViT(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:
-        """Patch tokens, the class token prepended, positions added: (B, 1 + N, D)."""
+        """Patch tokens, the class token (and any registers) prepended, positions added: (B, 1 + R + N, D)."""
         x = self.patch_embed(images)  # (B, N, D)
-        cls = self.cls_token.expand(x.shape[0], -1, -1)  # (B, 1, D)
-        x = torch.cat([cls, x], dim=1)  # (B, 1 + N, D): the class token comes first
+        prefix = [self.cls_token] + ([self.reg_token] if self.reg_token is not None else [])
+        prefix = [t.expand(x.shape[0], -1, -1) for t in prefix]  # (B, 1, D) and (B, R, D)
+        x = torch.cat([*prefix, x], dim=1)  # (B, 1 + R + N, D): the class token comes first
         return self.pos_drop(x + self.pos_embed)  # every token, the class token too, gets a position
 
     def forward_features(self, images: torch.Tensor, *, need_weights: bool = False) -> torch.Tensor:
-        x = self.embed(images)  # (B, 1 + N, D)
+        x = self.embed(images)  # (B, 1 + R + N, D)
         for block in self.blocks:
             x = block(x, need_weights=need_weights)
-        return self.norm(x)  # (B, 1 + N, D)
+        return self.norm(x)  # (B, 1 + R + N, D)
 
     def forward_head(self, features: torch.Tensor) -> torch.Tensor:
         return self.head(features[:, 0])  # (B, D) class token -> (B, num_classes)

@@ -18,7 +18,7 @@ def class_token_maps(model: ViT, images: torch.Tensor) -> tuple[list[torch.Tenso
     """Where the class token reads from, as patch grids: per layer (B, nh, g, g) and rolled out (B, g, g).
 
     ``g = img_size / patch_size``. Row 0 of each layer's attention, without the
-    class token's own column (so a layer's rows need not sum to 1 here), and
+    class token's own column or the registers' (so a layer's rows need not sum to 1 here), and
     row 0 of :func:`attnbook.vit.attention_rollout` (mean over heads, residual
     added), likewise.
 
@@ -28,10 +28,10 @@ def class_token_maps(model: ViT, images: torch.Tensor) -> tuple[list[torch.Tenso
     >>> len(layers), layers[0].shape, rollout.shape
     (2, torch.Size([3, 4, 4, 4]), torch.Size([3, 4, 4]))
     """
-    g = model.config.img_size // model.config.patch_size
-    maps = attention_maps(model, images)  # depth x (B, nh, 1+N, 1+N)
-    layers = [a[:, :, 0, 1:].reshape(a.shape[0], a.shape[1], g, g) for a in maps]  # (B, nh, g, g)
-    rollout = attention_rollout(maps)[:, 0, 1:].reshape(-1, g, g)  # (B, g, g)
+    g, k = model.config.img_size // model.config.patch_size, model.config.num_prefix_tokens
+    maps = attention_maps(model, images)  # depth x (B, nh, k+N, k+N): the k = 1 + R tokens first
+    layers = [a[:, :, 0, k:].reshape(a.shape[0], a.shape[1], g, g) for a in maps]  # (B, nh, g, g)
+    rollout = attention_rollout(maps)[:, 0, k:].reshape(-1, g, g)  # (B, g, g)
     return layers, rollout
 
 
