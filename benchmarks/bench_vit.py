@@ -32,11 +32,12 @@ pages plot these files.
 * ``init``: the ``seeds`` ViT (seeds 0, 1 and 2) with its patch embedding left
   at PyTorch's default initialisation, as timm leaves its Conv2d, instead of
   the truncated normal (std 0.02): whether the initialisation moves it.
-* ``registers``: the ``seeds`` ViT (seeds 0, 1 and 2) with four register
-  tokens (``reg_tokens=4``, Darcet et al. 2024), which give attention a
-  place to put weight that is not a patch: whether they move it. The
-  rollout rows add the share of the class token's mass that comes from the
-  registers' inputs (left out of the share on ink, like the class token's own).
+* ``registers``: the ``seeds`` ViT with four register tokens
+  (``reg_tokens=4``, Darcet et al. 2024), which give attention a place to put
+  weight that is not a patch, and without, for seeds 0 to 5: whether they
+  move it. The rollout rows add the share of the class token's mass that
+  comes from the registers' inputs (left out of the share on ink, like the
+  class token's own).
 * ``mae``: an MAE (patch 2, 75 % masked) pre-trained on the digits' training
   images (pixels standardised); masked-patch MSE against predicting the mean
   patch; a logistic-regression probe on its features against a random encoder;
@@ -319,10 +320,11 @@ def part_init(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
         mnist_vit_run(rows, "init", seed, steps=2400, name="vit-convinit", default_patch_init=True)
 
 
-def part_registers(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
-    """The ``seeds`` ViT with four register tokens after the class token."""
+def part_registers(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)) -> None:
+    """The ``seeds`` ViT without registers and with four after the class token, seed by seed."""
     for seed in seeds:
-        mnist_vit_run(rows, "registers", seed, steps=2400, name="vit-reg4", reg_tokens=4)
+        for name, reg_tokens in (("vit", 0), ("vit-reg4", 4)):
+            mnist_vit_run(rows, "registers", seed, steps=2400, name=name, reg_tokens=reg_tokens)
 
 
 def part_sweep(rows: Rows) -> None:
