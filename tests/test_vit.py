@@ -227,7 +227,7 @@ def test_class_token_share_against_a_loop_and_its_bounds() -> None:
     torch.testing.assert_close(class_token_share(rolled, torch.tensor([[True, False]] * 3)), by_hand)
 
 
-def test_decay_groups_leave_biases_norms_positions_and_class_token_undecayed() -> None:
+def test_decay_groups_leave_biases_norms_positions_class_and_register_tokens_undecayed() -> None:
     from attnbook.vit.classify import decay_groups
 
     model = tiny()
@@ -235,11 +235,10 @@ def test_decay_groups_leave_biases_norms_positions_and_class_token_undecayed() -
     names = {id(p): n for n, p in model.named_parameters()}
     assert decayed["weight_decay"] == 0.05 and undecayed["weight_decay"] == 0.0
     assert {names[id(p)] for p in undecayed["params"]} >= {"pos_embed", "cls_token", "norm.weight", "head.bias"}
-    with_registers = tiny(reg_tokens=2)
-    assert any(p is with_registers.reg_token for p in decay_groups(with_registers, 0.05)[1]["params"])
-
     assert all(p.dim() == 2 for p in decayed["params"])  # weight matrices only
     assert len(decayed["params"]) + len(undecayed["params"]) == len(list(model.parameters()))
+    with_registers = tiny(reg_tokens=2)
+    assert any(p is with_registers.reg_token for p in decay_groups(with_registers, 0.05)[1]["params"])
 
 
 def test_label_smoothing_changes_the_loss_the_recipe_minimises() -> None:
