@@ -155,14 +155,15 @@ def rollout_on_ink(model: ViT, images: torch.Tensor, threshold: float = 0.25) ->
     ink = patchify(images, model.config.patch_size).mean(-1) > threshold  # (B, N)
     share = ink.float().mean().item()
     out = {"ink_patch_share": share}
-    for name, rolled in (("rollout", attention_rollout(maps)),
+    rollout = attention_rollout(maps)  # (B, T, T)
+    for name, rolled in (("rollout", rollout),
                          ("rollout_no_identity", attention_rollout(maps, add_residual=False)),
                          ("rollout_max_heads", attention_rollout(maps, head_fusion="max")),
                          ("last_layer", maps[-1].mean(1))):
         on_ink = class_token_share(rolled, ink).mean().item()
         out[f"{name}_mass_on_ink"], out[f"{name}_ratio"] = on_ink, on_ink / share
     if R := model.config.reg_tokens:  # registers at 1..R: their share of the class token's other mass
-        row = attention_rollout(maps)[:, 0, 1:]  # (B, R + N)
+        row = rollout[:, 0, 1:]  # (B, R + N)
         out["rollout_mass_on_registers"] = (row[:, :R].sum(-1) / row.sum(-1)).mean().item()
     return out
 
