@@ -24,18 +24,17 @@ feedback, gradebook.db) in DIR instead of the repository root.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import csv
 import filecmp
 import functools
 import json
-import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 import warnings
 from pathlib import Path
 
@@ -44,6 +43,7 @@ ROOT = HERE.parent
 SOLUTIONS = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
 NOTEBOOK = "exercises.ipynb"
+MAX_NOTEBOOK = 64 << 20  # bytes: a submission larger than this is not graded
 
 # Code in a submission that deserves a human look (reported, never penalised).
 _SUSPICIOUS = {
@@ -135,19 +135,30 @@ def release(state: Path, check: bool) -> int:
 
 def _flags(nb) -> list[str]:
     """Names of suspicious patterns in the code cells the student could edit."""
-    code = "\n".join(
-        c.source for c in nb.cells
-        if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution", False)
-    )
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code" and _nbgrader(c).get("solution"))
     return [name for name, pattern in _SUSPICIOUS.items() if pattern.search(code)]
 
 
+def _nbgrader(cell) -> dict:
+    """A cell's nbgrader metadata when it has the types nbgrader gives it, else ``{}`` (a submission's
+    metadata is the student's to break: a list, a number or a grade_id that is not a string reads as none).
+
+    >>> _nbgrader({"metadata": {"nbgrader": {"grade_id": "a", "points": 2}}})
+    {'grade_id': 'a', 'points': 2}
+    >>> _nbgrader({"metadata": {"nbgrader": ["grade_id"]}}), _nbgrader({"metadata": {"nbgrader": {"grade_id": [1]}}})
+    ({}, {})
+    """
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    return meta if isinstance(meta, dict) and isinstance(meta.get("grade_id"), (str, type(None))) else {}
+
+
 def _grade_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    return _nbgrader(cell).get("grade_id")
 
 
 def _test_cells(nb) -> dict[str, object]:
-    return {_grade_id(c): c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    return {_grade_id(c): c for c in nb.cells if _nbgrader(c).get("grade")}
 
 
 def plan(source, released, submitted) -> tuple[list, list[str]]:
@@ -170,7 +181,7 @@ def plan(source, released, submitted) -> tuple[list, list[str]]:
     steps = [("cell", s) for s in added.get(None, [])]
     notes = []
     for cell in source.cells:
-        gid, meta = _grade_id(cell), cell.get("metadata", {}).get("nbgrader", {})
+        gid, meta = _grade_id(cell), _nbgrader(cell)
         if cell.cell_type == "code" and meta.get("grade"):
             if gid not in theirs or theirs[gid].source != stubs[gid].source:
                 notes.append(f"review: test cell edited or deleted ({gid}); graded with the original")
@@ -182,37 +193,75 @@ def plan(source, released, submitted) -> tuple[list, list[str]]:
 
 
 def _read_submission(path: Path):
-    """(notebook or None, status): a missing or unreadable notebook is reported, never fatal."""
+    """(notebook or None, status): a missing, unreadable or malformed notebook is reported, never fatal."""
     import nbformat
 
     if not path.exists():
         return None, "not graded: notebook missing"
+    if path.stat().st_size > MAX_NOTEBOOK:
+        return None, f"not graded: notebook of {path.stat().st_size / 2**20:.0f} MiB (at most {MAX_NOTEBOOK >> 20})"
     try:
-        return nbformat.reads(path.read_text(errors="replace"), as_version=4), None
+        nb = nbformat.reads(path.read_text(errors="replace"), as_version=4)
     except Exception:  # noqa: BLE001 - any malformed file
         return None, "not graded: notebook is not valid JSON"
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("source"), str) and c.get("cell_type") in _CELL_TYPES
+            for c in cells):
+        return None, "not graded: the notebook's cells are malformed"
+    return nb, None
+
+
+_CELL_TYPES = ("code", "markdown", "raw")
 
 
 def _grade_one(job: tuple[str, str, str]) -> dict:
-    """Grade one submission (in a judge process forked from the parent); returns its results."""
-    import torch
+    """Grade one submission (in a judge process of its own); returns its results, never raises.
 
-    from attnbook.grading import judge
-
-    torch.set_num_threads(1)  # the checks' tensors are small: parallel judges, not threads, use the cores
+    Whatever fails while grading it (reading, planning, judging) is this submission's ``grading error``:
+    its status names the step, the traceback goes to ``log`` for the grading log, and every part that was
+    not graded scores 0.
+    """
     student, assignment, state = job
-    state = Path(state)
-    cells = {gid: float(c.metadata["nbgrader"]["points"]) for gid, c in _test_cells(_source(assignment)).items()}
-    nb, status = _read_submission(state / "submitted" / student / assignment / NOTEBOOK)
-    parts, statuses = {}, [status] if status else []
-    if nb is not None:
-        steps, statuses = plan(_source(assignment), _released(assignment), nb)
-        results, notes = judge.grade_cells(steps, hidden=_hidden(state))
-        statuses += notes + [f"review: {f}" for f in _flags(nb)]
-        parts = {gid: vars(r) for gid, r in results.items()}
-    for gid, points in cells.items():
-        parts.setdefault(gid, {"score": 0.0, "max_score": points, "message": "not graded"})
-    return {"student": student, "assignment": assignment, "status": "; ".join(statuses) or "ok", "parts": parts}
+    result = {"student": student, "assignment": assignment, "status": "ok", "parts": {}}
+    step = "reading the notebook"
+    try:
+        import torch
+
+        from attnbook.grading import judge
+
+        torch.set_num_threads(1)  # the checks' tensors are small: parallel judges, not threads, use the cores
+        nb, status = _read_submission(Path(state) / "submitted" / student / assignment / NOTEBOOK)
+        statuses, log = [status] if status else [], []
+        if nb is not None:
+            step = "planning"
+            steps, statuses = plan(_source(assignment), _released(assignment), nb)
+            step = "judging"
+            results, notes = judge.grade_cells(steps, hidden=_hidden(Path(state)), log=log)
+            statuses += notes + [f"review: {f}" for f in _flags(nb)]
+            result["parts"] = {gid: vars(r) for gid, r in results.items()}
+        result["status"] = "; ".join(statuses) or "ok"
+        if log:
+            result["log"] = "\n".join(log)
+    except Exception as err:  # noqa: BLE001 - this submission's failure, not the class's
+        result["status"] = f"grading error: {step} ({type(err).__name__}: {str(err)[:200]})"
+        result["log"] = traceback.format_exc()
+    return _complete(result)
+
+
+def _complete(result: dict) -> dict:
+    """``result`` with a part for every graded cell of its assignment: 0 and "not graded" where none."""
+    for gid, cell in _test_cells(_source(result["assignment"])).items():
+        points = float(cell.metadata["nbgrader"]["points"])
+        result["parts"].setdefault(gid, {"score": 0.0, "max_score": points, "message": "not graded"})
+    return result
+
+
+def _judge_failed(job: tuple[str, str, str], failure) -> dict:
+    """The result of a submission whose judge process died or ran out of time: 0 everywhere, and why."""
+    student, assignment, _ = job
+    return _complete({"student": student, "assignment": assignment, "parts": {}, "log": failure.log,
+                      "status": f"grading error: {failure.why}"})
 
 
 @functools.cache
@@ -239,40 +288,103 @@ def _hidden(state: Path) -> list[Path]:
 
 
 def _feedback_notebook(nb, results: dict, released):
-    """The submission as the autograded notebook: test cells as released, each with the judge's words."""
+    """The submission as the autograded notebook: the student's cells (sources, nbgrader metadata and
+    attachments only), test cells as released, each with the judge's words."""
     import nbformat
 
     stubs = _test_cells(released)
-    out = nbformat.v4.new_notebook(metadata=nb.metadata)
+    out = nbformat.v4.new_notebook(metadata={k: nb.metadata[k] for k in ("kernelspec", "language_info")
+                                             if isinstance(nb.metadata.get(k), dict)})
+    make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
+            "raw": nbformat.v4.new_raw_cell}
     for cell in nb.cells:
-        cell = nbformat.from_dict(cell)
         gid = _grade_id(cell)
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-            if gid in results:
-                cell.source = stubs[gid].source
-                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=results[gid]["message"] + "\n")]
-        out.cells.append(cell)
+        new = make[cell.cell_type](source=cell.source)
+        if _nbgrader(cell):
+            new.metadata["nbgrader"] = _nbgrader(cell)
+        if cell.get("attachments") and cell.cell_type != "code":
+            new["attachments"] = cell["attachments"]
+        if gid in results and cell.cell_type == "code":
+            new.source = stubs[gid].source
+            new.outputs = [nbformat.v4.new_output("stream", name="stdout", text=results[gid]["message"] + "\n")]
+        out.cells.append(new)
     return out
 
 
 def _record(db_url: str, results: list[dict]) -> None:
-    """Write the submissions' scores into the gradebook (the judge's numbers only), in one session."""
+    """Write the submissions' scores into the gradebook (the judge's numbers only), in one session.
+    A submission that cannot be recorded is rolled back and gets a ``grading error`` status."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with warnings.catch_warnings(), Gradebook(db_url) as gb:
         warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's sessions
         for result in results:
             student, assignment = result["student"], result["assignment"]
-            gb.update_or_create_student(student)
             try:
-                gb.find_submission(assignment, student)
-            except MissingEntry:
-                gb.add_submission(assignment, student)
-            for gid, part in result["parts"].items():
-                grade = gb.find_grade(gid, Path(NOTEBOOK).stem, assignment, student)
-                grade.auto_score, grade.manual_score = part["score"], None
-            gb.db.commit()
+                gb.update_or_create_student(student)
+                try:
+                    gb.find_submission(assignment, student)
+                except MissingEntry:
+                    gb.add_submission(assignment, student)
+                for gid, part in result["parts"].items():
+                    grade = gb.find_grade(gid, Path(NOTEBOOK).stem, assignment, student)
+                    grade.auto_score, grade.manual_score = part["score"], None
+                gb.db.commit()
+            except Exception as err:  # noqa: BLE001 - this submission's row only
+                gb.db.rollback()
+                _grading_error(result, "recording the grades", err)
+
+
+def _grading_error(result: dict, step: str, err: BaseException) -> None:
+    """Note in ``result`` that ``step`` failed for it: in its status, and the traceback in its log."""
+    note = f"grading error: {step} ({type(err).__name__}: {str(err)[:200]})"
+    result["status"] = note if result["status"] == "ok" else f"{result['status']}; {note}"
+    result["log"] = result.get("log", "") + f"{step}:\n{traceback.format_exc()}"
+
+
+def _write_results(result: dict, nbgrader: Nbgrader) -> None:
+    """One submission's results JSON and autograded notebook (with the exchange's files beside it)."""
+    import nbformat
+
+    student, assignment = result["student"], result["assignment"]
+    target = nbgrader.state / "results" / student / f"{assignment}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({k: v for k, v in result.items() if k != "log"}, indent=1, sort_keys=True) + "\n")
+    submitted = nbgrader.state / "submitted" / student / assignment
+    nb, _ = _read_submission(submitted / NOTEBOOK)
+    if nb is not None:
+        autograded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
+        autograded.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(_feedback_notebook(nb, result["parts"], _released(assignment)), autograded)
+        for extra in submitted.iterdir():  # timestamp.txt, the exchange's secret
+            if extra.is_file() and not extra.is_symlink() and extra.name != NOTEBOOK:
+                shutil.copy2(extra, autograded.parent / extra.name)
+
+
+def _judge_all(jobs_list: list, jobs: int, graded: list[str], nbgrader: Nbgrader) -> list[dict]:
+    """Every submission's result, each judged in a process of its own (``jobs`` at once) while nbgrader
+    records the assignments' cells; a judge that dies or runs past its budget is its submission's error."""
+    import threading
+
+    from attnbook.grading import pool, sandbox
+
+    failed: list[BaseException] = []
+
+    def generate() -> None:
+        try:
+            nbgrader.generate_each(graded)
+        except Exception as err:  # noqa: BLE001 - raised again below, in the main thread
+            failed.append(err)
+
+    generating = threading.Thread(target=generate)
+    generating.start()
+    limits = sandbox.limits()
+    outcomes = pool.run_each(_grade_one, jobs_list, workers=jobs, budget=limits["submission_seconds"] + 120,
+                             memory_bytes=int(limits["judge_memory_gib"] * 2**30))
+    generating.join()
+    if failed:  # the grader itself is broken: no grades.csv
+        raise failed[0]
+    return [out if isinstance(out, dict) else _judge_failed(job, out) for job, out in zip(jobs_list, outcomes)]
 
 
 def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False) -> int:
@@ -297,43 +409,35 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
         print(f"nothing to grade: expected {submitted}/<student>/<assignment>/{NOTEBOOK}", file=sys.stderr)
         return 2
     out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
-    import nbformat
-
     from attnbook.grading import judge
 
+    swept = sandbox.sweep()  # what killed runs left: sandbox folders, empty cgroups
+    if swept:
+        print(f"removed what an earlier run left: {', '.join(swept)}")
     graded = sorted({a for _, a in pairs})
     for assignment in graded:
         for cell in _test_cells(_source(assignment)).values():
-            judge.parse_test_cell(cell.source)  # imports every check once, before the judges fork
-    jobs_list = [(s, a, str(nbgrader.state)) for s, a in pairs]
-    if jobs > 1:
-        context = multiprocessing.get_context("fork")
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            pending = [pool.submit(_grade_one, job) for job in jobs_list]
-            nbgrader.generate_each(graded)  # records the grade cells in the gradebook, while the judges work
-            results = [future.result() for future in pending]
-    else:
-        nbgrader.generate_each(graded)
-        results = [_grade_one(job) for job in jobs_list]
+            for call in judge.parse_test_cell(cell.source):  # every check imported once, before the judges fork
+                judge.package_sources(tuple(sorted(call.check.forbidden)))
+    results = _judge_all([(s, a, str(nbgrader.state)) for s, a in pairs], jobs, graded, nbgrader)
     _record(nbgrader.db_url, results)
     for result in results:
-        student, assignment = result["student"], result["assignment"]
-        target = nbgrader.state / "results" / student / f"{assignment}.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-        nb, _ = _read_submission(submitted / student / assignment / NOTEBOOK)
-        if nb is not None:
-            autograded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
-            autograded.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(_feedback_notebook(nb, result["parts"], _released(assignment)), autograded)
-            for extra in (submitted / student / assignment).iterdir():  # timestamp.txt, the exchange's secret
-                if extra.is_file() and extra.name != NOTEBOOK:
-                    shutil.copy2(extra, autograded.parent / extra.name)
+        try:
+            _write_results(result, nbgrader)
+        except Exception as err:  # noqa: BLE001 - this submission's files only
+            _grading_error(result, "writing the results", err)
     # One nbgrader process writes every feedback page: autograded/ holds exactly the graded submissions.
     done = nbgrader("generate_feedback", "*", "--force", check=False)
-    (nbgrader.state / "grading.log").write_text(f"$ nbgrader generate_feedback '*'\n{done.stdout}{done.stderr}\n")
+    log = [f"$ nbgrader generate_feedback '*'\n{done.stdout}{done.stderr}\n"]
+    log += [f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n" for r in results if r.get("log")]
+    (nbgrader.state / "grading.log").write_text("".join(log))
     write_csv(results, out)
+    sandbox.sweep()
     print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()})")
+    broken = [f"{r['student']}/{r['assignment']}" for r in results if "grading error" in r["status"]]
+    if broken:
+        print(f"{len(broken)} submissions need a look (grading error; tracebacks in "
+              f"{nbgrader.state / 'grading.log'}): {', '.join(broken)}", file=sys.stderr)
     return 0
 
 

@@ -15,7 +15,6 @@ of that part counts).
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import time
@@ -40,6 +39,18 @@ def _exit_status(code: int) -> str:
     if code in (-signal.SIGXCPU, 152):
         return "time limit (CPU) exceeded"
     return f"the student's code ended the worker (exit {code})"
+
+
+def _names(value: object, most: int = 20, chars: int = 500) -> list[str]:
+    """The strings of a list the worker sent (flags, references reached, warnings), at most ``most`` of
+    ``chars`` each: a forged reply cannot flood the status column or the feedback.
+
+    >>> [len(name) for name in _names(["a", 3, "b" * 600])], _names("not a list")
+    ([1, 500], [])
+    """
+    if not isinstance(value, list):
+        return []
+    return [v[:chars] for v in value if isinstance(v, str)][:most]
 
 
 class Remote:
@@ -96,11 +107,14 @@ def _with_gradients(result: torch.Tensor, args: tuple, grads: dict) -> torch.Ten
 class Worker:
     """One sandboxed worker process (see :mod:`._worker`), talking over its stdin and stdout."""
 
-    def __init__(self, command: list[str], *, cwd: str, env: dict, part_timeout: float, preexec=None):
+    def __init__(self, command: list[str], *, cwd: str, env: dict, part_timeout: float, preexec=None,
+                 max_frame: int = 16 << 20):
         self.command, self.cwd, self.env, self.part_timeout = command, cwd, env, part_timeout
         self.preexec = preexec  # run in the worker before it starts: its resource limits
+        self.max_frame = max_frame  # the largest reply read from the worker, in bytes
         self.proc: subprocess.Popen | None = None
         self.deadline = 0.0
+        self.end_by = float("inf")  # the submission's deadline (time.monotonic()): no part runs past it
         self.statuses: list[str] = []  # what went wrong, for the status column
         self.called: set[str] = set()  # forbidden references the student's code reached
         self.slow_cells: list[str] | None = None  # the cells that ran out of time before their part began
@@ -111,6 +125,7 @@ class Worker:
         self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
                                      preexec_fn=self.preexec)
+        os.set_blocking(self.proc.stdin.fileno(), False)  # writes wait in select, until the deadline
 
     def close(self) -> None:
         """Kill the worker and everything it started (its process group; bubblewrap's pid namespace)."""
@@ -119,30 +134,36 @@ class Worker:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self.proc.wait()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # a process stuck in the kernel: reaped by the next wait
+                self.statuses.append("review: the worker did not end when killed")
             for pipe in (self.proc.stdin, self.proc.stdout):
                 pipe.close()
             self.proc = None
 
     def _send(self, message: dict) -> None:
         try:
-            _wire.send(self.proc.stdin.fileno(), message)
+            _wire.send(self.proc.stdin.fileno(), message, deadline=self.deadline)
+        except TimeoutError:
+            self.close()
+            raise TimedOut("time limit exceeded") from None
         except OSError:
             raise WorkerGone("the worker is gone") from None
 
     def _receive(self, *, exit_expected: bool = False) -> dict:
-        fd = self.proc.stdout.fileno()
-        left = self.deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            self.close()
-            raise TimedOut("time limit exceeded")
+        """The worker's next frame, whole, before the part's deadline (the judge's clock)."""
         try:
-            message = _wire.receive(fd)
-        except (EOFError, _wire.WireError) as err:
+            message = _wire.receive(self.proc.stdout.fileno(), deadline=self.deadline, max_bytes=self.max_frame)
+        except TimeoutError:
+            self.close()
+            raise TimedOut("time limit exceeded") from None
+        except (EOFError, OSError, _wire.WireError) as err:
             self.close()
             raise WorkerGone(f"the worker broke off ({err})") from None
         if "exit" in message and not exit_expected:
-            raise WorkerGone(_exit_status(int(message["exit"])))
+            code = message["exit"]
+            raise WorkerGone(_exit_status(code) if isinstance(code, int) else "the worker broke the protocol")
         return message
 
     # ---------------------------------------------------------------- parts
@@ -152,7 +173,7 @@ class Worker:
         """Run ``cells`` in a fresh child with ``package`` as attnbook; return name -> proxy (or None)."""
         if self.proc is None:
             self._start()
-        self.deadline = time.monotonic() + self.part_timeout
+        self.deadline = min(time.monotonic() + self.part_timeout, self.end_by)
         sources, packages = package
         self._send({"op": "part", "package": sources, "packages": packages, "cells": cells, "names": names,
                     "kernels": kernels, "torch": trapped})
@@ -161,9 +182,13 @@ class Worker:
         except TimedOut:
             self.slow_cells = list(cells)
             raise TimedOut("time limit exceeded in the notebook's cells") from None
-        self.statuses += [f"review: the notebook {flag}" for flag in reply.get("flags", [])]
-        self.called.update(reply.get("called", []))
-        return {name: _wire.decode(value, remote=self._proxy) for name, value in reply["ready"].items()}
+        self.statuses += [f"review: the notebook {flag}" for flag in _names(reply.get("flags"))]
+        self.called.update(_names(reply.get("called")))
+        ready = reply.get("ready")
+        if not isinstance(ready, dict) or set(ready) != set(names):
+            self.close()
+            raise WorkerGone("the worker broke the protocol")
+        return {name: _wire.decode(value, remote=self._proxy) for name, value in ready.items()}
 
     def end_part(self) -> None:
         """End the current child; note what it reached. A worker that does not answer is killed."""
@@ -171,7 +196,7 @@ class Worker:
             return
         try:
             self._send({"op": "end"})
-            self.called.update(self._receive().get("called", []))
+            self.called.update(_names(self._receive().get("called")))
             if self._receive(exit_expected=True).get("exit") != 0:
                 self.close()
         except WorkerGone:
@@ -187,12 +212,16 @@ class Worker:
         reply = self._receive()
         if "error" in reply:
             error = reply["error"]
+            if not isinstance(error, dict):
+                self.close()
+                raise WorkerGone("the worker broke the protocol")
+            reference = (_names([error.get("reference")]) or [None])[0]
             if error.get("memory"):
                 self.statuses.append("memory limit exceeded")
-            if error.get("reference"):
-                self.called.add(error["reference"])
-            raise student_error(what, str(error["type"]), str(error["message"]), reference=error["reference"],
-                                not_implemented=bool(error["not_implemented"]))
+            if reference:
+                self.called.add(reference)
+            raise student_error(what, str(error.get("type"))[:100], str(error.get("message"))[:2000],
+                                reference=reference, not_implemented=bool(error.get("not_implemented")))
         try:
             result = _wire.decode(reply["result"], remote=self._proxy)
             for old, new in zip(args, _wire.decode(reply["args"], remote=self._proxy)):
@@ -202,7 +231,7 @@ class Worker:
         except (KeyError, TypeError, ValueError, RuntimeError) as err:
             self.close()
             raise WorkerGone(f"the worker sent malformed data ({type(err).__name__})") from None
-        note_warnings(what, [str(w) for w in reply.get("warnings", [])])
+        note_warnings(what, _names(reply.get("warnings")))
         if reply.get("grads") and type(result) is torch.Tensor:
             result = _with_gradients(result, args, reply["grads"])
         return result

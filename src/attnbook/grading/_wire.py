@@ -37,11 +37,14 @@ import dataclasses
 import importlib
 import json
 import os
+import select
 import struct
+import time
 
 import torch
 
-MAX_FRAME = 1 << 30  # bytes; a bigger frame is refused rather than read
+MAX_FRAME = 1 << 30  # bytes: the judge's own frames (a model's weights); the worker reads with this
+MAX_DEPTH = 64  # nesting of a value: lists, dicts and tagged forms together
 
 
 class WireError(ValueError):
@@ -156,21 +159,24 @@ def _build(path: str, kwargs: dict) -> object:
     return obj
 
 
-def decode(data: object, *, handles: dict | None = None, remote=None) -> object:
+def decode(data: object, *, handles: dict | None = None, remote=None, depth: int = 0) -> object:
     """The inverse of :func:`encode`. The worker passes ``handles``; the judge passes ``remote``,
-    which turns ``[id, is_module]`` into its proxy for a worker object."""
+    which turns ``[id, is_module]`` into its proxy for a worker object. A value nested deeper than
+    :data:`MAX_DEPTH` is a :class:`WireError`."""
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
+    if depth >= MAX_DEPTH:
+        raise WireError(f"value nested deeper than {MAX_DEPTH} levels")
+    inner = dict(handles=handles, remote=remote, depth=depth + 1)
     if isinstance(data, list):
-        return [decode(v, handles=handles, remote=remote) for v in data]
+        return [decode(v, **inner) for v in data]
     if not isinstance(data, dict) or len(data) != 1:
         raise WireError("malformed value")
     (tag, body), = data.items()
     if tag == "$tuple":
-        return tuple(decode(v, handles=handles, remote=remote) for v in body)
+        return tuple(decode(v, **inner) for v in body)
     if tag == "$dict":
-        return {decode(k, handles=handles, remote=remote): decode(v, handles=handles, remote=remote)
-                for k, v in body}
+        return {decode(k, **inner): decode(v, **inner) for k, v in body}
     if tag == "$tensor":
         return _tensor_from_json(body)
     if tag == "$generator":
@@ -181,7 +187,7 @@ def decode(data: object, *, handles: dict | None = None, remote=None) -> object:
         return _dtype(body)
     if tag == "$build" and handles is not None:
         path, kwargs = body
-        return _build(path, decode(kwargs, handles=handles))
+        return _build(path, decode(kwargs, handles=handles, depth=depth + 1))
     if tag == "$handle" and remote is not None:
         return remote(*body)
     if tag == "$handle" and handles is not None:
@@ -196,17 +202,33 @@ def decode(data: object, *, handles: dict | None = None, remote=None) -> object:
 # ------------------------------------------------------------------ frames
 
 
-def send(fd: int, message: dict) -> None:
-    """Write one frame to file descriptor ``fd``."""
+def send(fd: int, message: dict, deadline: float | None = None) -> None:
+    """Write one frame to file descriptor ``fd``; with ``deadline`` (``time.monotonic()``), ``fd`` must be
+    non-blocking and :class:`TimeoutError` is raised when the reader has not taken it all by then."""
     body = json.dumps(message, allow_nan=True).encode()
     view = memoryview(struct.pack("<Q", len(body)) + body)
     while view:
-        view = view[os.write(fd, view):]
+        if deadline is not None:
+            _wait(fd, deadline, write=True)
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            continue
 
 
-def _read_exact(fd: int, n: int) -> bytes:
+def _wait(fd: int, deadline: float, write: bool = False) -> None:
+    """Block until ``fd`` is ready, or raise :class:`TimeoutError` at ``deadline``."""
+    left = deadline - time.monotonic()
+    ready = select.select([], [fd], [], max(left, 0))[1] if write else select.select([fd], [], [], max(left, 0))[0]
+    if not ready:
+        raise TimeoutError("deadline passed")
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     chunks, left = [], n
     while left:
+        if deadline is not None:
+            _wait(fd, deadline)
         chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
             raise EOFError("the other side closed the pipe")
@@ -215,15 +237,35 @@ def _read_exact(fd: int, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def receive(fd: int) -> dict:
-    """Read one frame from ``fd``; :class:`WireError` if it is not a JSON object of a sane size."""
-    (n,) = struct.unpack("<Q", _read_exact(fd, 8))
-    if n > MAX_FRAME:
-        raise WireError(f"frame of {n} bytes refused")
+def receive(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAME) -> dict:
+    """Read one frame from ``fd``; :class:`WireError` if it is not a JSON object of a sane size and shape.
+
+    With ``deadline`` (``time.monotonic()``), the whole frame must have arrived by then, not only its first
+    byte: :class:`TimeoutError` otherwise. A frame over ``max_bytes``, with more arrays and objects than
+    one per 8 of its bytes (and 64; a legitimate frame's values are tensors as base64 text, numbers and strings),
+    or nested deeper than :data:`MAX_DEPTH` is refused, so that decoding it costs a few times its size.
+
+    >>> r, w = os.pipe()
+    >>> send(w, {"a": [1, 2]}); receive(r)
+    {'a': [1, 2]}
+    >>> send(w, {"a": [[]] * 1000})
+    >>> receive(r)
+    Traceback (most recent call last):
+    attnbook.grading._wire.WireError: frame of 4007 bytes holds 1002 arrays and objects (at most 564 here)
+    >>> os.close(r), os.close(w)
+    (None, None)
+    """
+    (n,) = struct.unpack("<Q", _read_exact(fd, 8, deadline))
+    if n > max_bytes:
+        raise WireError(f"frame of {n} bytes refused (at most {max_bytes})")
+    body = _read_exact(fd, n, deadline)
+    containers, allowed = body.count(b"[") + body.count(b"{"), n // 8 + 64
+    if containers > allowed:
+        raise WireError(f"frame of {n} bytes holds {containers} arrays and objects (at most {allowed} here)")
     try:
-        message = json.loads(_read_exact(fd, n))
-    except ValueError as err:
-        raise WireError(f"malformed frame: {err}") from None
+        message = json.loads(body)
+    except (ValueError, RecursionError) as err:  # RecursionError: nested past the interpreter's limit
+        raise WireError(f"malformed frame: {type(err).__name__}") from None
     if not isinstance(message, dict):
         raise WireError("a frame must hold a JSON object")
     return message

@@ -33,7 +33,8 @@ import contextlib
 import functools
 import importlib
 import io
-import tempfile
+import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,12 +163,42 @@ class Result:
     message: str
 
 
+class Capped(io.TextIOBase):
+    """A text sink that keeps the first ``limit`` characters written to it and counts the rest.
+
+    >>> out = Capped(5); _ = out.write("abc"); _ = out.write("defgh")
+    >>> out.getvalue()
+    'abcde\\n… (3 more characters not shown)'
+    """
+
+    def __init__(self, limit: int):
+        self.limit, self.kept, self.dropped = limit, [], 0
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        room = self.limit - self.size
+        self.kept.append(text[:max(room, 0)])
+        self.size += len(self.kept[-1])
+        self.dropped += len(text) - len(self.kept[-1])
+        return len(text)
+
+    def getvalue(self) -> str:
+        note = f"\n… ({self.dropped} more characters not shown)" if self.dropped else ""
+        return "".join(self.kept) + note
+
+
 def judge_part(worker: Worker, cells: list[str], calls: tuple[TestCall, ...], max_score: float) -> Result:
-    """Grade one test cell: start its part in the worker, run its calls here on proxies."""
+    """Grade one test cell: start its part in the worker, run its calls here on proxies.
+
+    What the checks print is the part's feedback, up to ``ATTNBOOK_GRADING_OUTPUT_CHARS`` characters.
+    """
     forbidden = tuple(sorted({name for c in calls for name in c.check.forbidden}))
     kernels = sorted({k for c in calls for k in c.check.kernels})
     names = sorted({n for c in calls for n in c.names})
-    out = io.StringIO()
+    out = Capped(int(sandbox.limits()["output_chars"]))
     score = 0.0
     with contextlib.redirect_stdout(out):
         try:
@@ -190,14 +221,16 @@ def judge_part(worker: Worker, cells: list[str], calls: tuple[TestCall, ...], ma
     return Result(round(score, 2), float(max_score), out.getvalue().strip())
 
 
-def open_worker(workdir: Path, hidden: list[Path]) -> Worker:
-    """A worker (not yet started) for the sandbox folder ``workdir``, with ``hidden`` out of its sight."""
+def open_worker(workdir: Path, hidden: list[Path], group=None) -> Worker:
+    """A worker (not yet started) for the sandbox folder ``workdir``, with ``hidden`` out of its sight,
+    in the control group ``group`` (see :func:`sandbox.new_cgroup`) when there is one."""
     sandbox.prepare(workdir)
     command, cwd = sandbox.worker_command(workdir, hidden)
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "HOME": str(workdir),
            "IPYTHONDIR": f"{workdir}/.ipython"}
-    return Worker(command, cwd=cwd, env=env, part_timeout=sandbox.limits()["part_seconds"],
-                  preexec=sandbox.apply_limits)
+    limits = sandbox.limits()
+    return Worker(command, cwd=cwd, env=env, part_timeout=limits["part_seconds"],
+                  preexec=functools.partial(sandbox.apply_limits, group), max_frame=int(limits["frame_mib"] * 2**20))
 
 
 SLOW_CELLS = ("This part could not be graded: the notebook's cells before it ran past the time limit "
@@ -219,28 +252,53 @@ def stalled_before(worker: Worker, cells: list[str]) -> bool:
     return slow is not None and cells[:len(slow)] == slow
 
 
-def grade_cells(plan: list, hidden: list[Path]) -> tuple[dict[str, Result], list[str]]:
+OUT_OF_TIME = "This part could not be graded: the submission ran past its time budget ({:g} s) before it began."
+GRADING_ERROR = "This part could not be graded: the grader failed on it. Your instructor has been told."
+STATUSES_KEPT = 20  # a submission's status notes (each is short; see _remote._names)
+
+
+def grade_cells(plan: list, hidden: list[Path], log: list[str] | None = None) -> tuple[dict[str, Result], list[str]]:
     """Grade a submission given as ``plan``: a list of ("cell", source) and ("test", grade_id, source, points).
 
     Returns grade_id -> :class:`Result` and the status notes. A part whose cells begin with cells that
-    ran out of time for an earlier part is not run: it scores 0 and says why (:func:`stalled_before`).
+    ran out of time for an earlier part is not run: it scores 0 and says why (:func:`stalled_before`);
+    so do the parts left when the submission's time budget (``ATTNBOOK_GRADING_SUBMISSION_SECONDS``) is
+    spent, and no part runs past it. A part the grader itself fails on scores 0 with a "grading error"
+    status (its traceback appended to ``log``), and the others are graded. The sandbox's folder and cgroup
+    are removed whatever happens.
     """
-    with tempfile.TemporaryDirectory(prefix="attnbook-sandbox-") as workdir:
-        worker = open_worker(Path(workdir), hidden)
-        results, cells = {}, []
-        try:
-            for step in plan:
-                if step[0] == "cell":
-                    cells.append(step[1])
-                    continue
-                _, grade_id, source, points = step
-                if stalled_before(worker, cells):
-                    results[grade_id] = Result(0.0, float(points), SLOW_CELLS.format(worker.part_timeout))
-                    continue
-                results[grade_id] = judge_part(worker, list(cells), parse_test_cell(source), points)
-        finally:
-            worker.close()
-    statuses = list(dict.fromkeys(worker.statuses))
+    budget = sandbox.limits()["submission_seconds"]
+    workdir, group = sandbox.workdir(), sandbox.new_cgroup()
+    worker = open_worker(workdir, hidden, group)
+    worker.end_by = time.monotonic() + budget
+    results, cells = {}, []
+    try:
+        for step in plan:
+            if step[0] == "cell":
+                cells.append(step[1])
+                continue
+            _, grade_id, source, points = step
+            if time.monotonic() >= worker.end_by:
+                worker.statuses.append(f"time limit exceeded (the whole submission, {budget:g} s)")
+                results[grade_id] = Result(0.0, float(points), OUT_OF_TIME.format(budget))
+            elif stalled_before(worker, cells):
+                results[grade_id] = Result(0.0, float(points), SLOW_CELLS.format(worker.part_timeout))
+            else:
+                try:
+                    results[grade_id] = judge_part(worker, list(cells), parse_test_cell(source), points)
+                except Exception as err:  # noqa: BLE001 - the grader's own failure: this part only
+                    worker.close()
+                    worker.statuses.append(f"grading error: part {grade_id} ({type(err).__name__})")
+                    results[grade_id] = Result(0.0, float(points), GRADING_ERROR)
+                    if log is not None:
+                        log.append(f"part {grade_id}:\n{traceback.format_exc()}")
+    finally:
+        worker.close()
+        if group is not None and not group.remove():
+            worker.statuses.append("review: the sandbox's cgroup could not be removed")
+        if not sandbox.remove_tree(workdir):
+            worker.statuses.append(f"review: the sandbox folder {workdir} could not be removed")
+    statuses = list(dict.fromkeys(worker.statuses))[:STATUSES_KEPT]
     if worker.called:
-        statuses.append(f"review: calls a forbidden reference ({', '.join(sorted(worker.called))})")
+        statuses.append(f"review: calls a forbidden reference ({', '.join(sorted(worker.called)[:5])})")
     return results, statuses

@@ -2,48 +2,93 @@
 
 With bubblewrap (Debian's ``bubblewrap``), the worker sees only the system
 folders, the Python installation and the virtual environment, read-only
-(attnbook's own source hidden if it lies there), a private ``/tmp``, no
-network, its own process and user namespaces (it runs as ``nobody``), and no
-capabilities; when it ends, every process it started ends with it. Without bubblewrap, only the limits and the
-process group apply: grading refuses to start unless told the notebooks are trusted (:func:`refusal`), and
-says which isolation was in force where grades are reported (:func:`isolation`).
+(attnbook's own source hidden if it lies there), its own two files read-only,
+no network, its own process and user namespaces (it runs as ``nobody``), and no
+capabilities. Everything it can write is memory of a fixed size: ``/tmp``
+(three quarters of ``ATTNBOOK_GRADING_FILES_MIB``) and ``/dev/shm`` (a quarter);
+the root and ``/dev`` are read-only. When it ends, every process it started
+ends with it. Without bubblewrap, only the limits and the process group apply:
+grading refuses to start unless told the notebooks are trusted (:func:`refusal`),
+and says which isolation was in force where grades are reported (:func:`isolation`).
 
-Limits (environment variables, for the whole worker):
-``ATTNBOOK_GRADING_MEMORY_GIB`` (address space, default 4),
-``ATTNBOOK_GRADING_CPU_SECONDS`` (per part, default 300),
-``ATTNBOOK_GRADING_PART_SECONDS`` (wall clock per part, default 120).
+Limits (environment variables; :func:`describe` says which are in force, and
+``python -m attnbook.grading.sandbox`` prints it):
+
+=====================================  =======  ==============================================
+``ATTNBOOK_GRADING_MEMORY_GIB``        4        a submission's memory: its processes and files
+``ATTNBOOK_GRADING_FILES_MIB``         256      what it may write (memory, counted in the above)
+``ATTNBOOK_GRADING_PROCESSES``         64       processes at once (a cgroup's ``pids.max``)
+``ATTNBOOK_GRADING_CPU_SECONDS``       300      CPU time per part
+``ATTNBOOK_GRADING_PART_SECONDS``      120      wall clock per part, on the judge's clock
+``ATTNBOOK_GRADING_SUBMISSION_SECONDS`` 900     wall clock for a whole submission
+``ATTNBOOK_GRADING_JUDGE_MEMORY_GIB``  4        the judge's address space
+``ATTNBOOK_GRADING_FRAME_MIB``         16       the largest reply the judge reads from a worker
+``ATTNBOOK_GRADING_OUTPUT_CHARS``      20000    a part's feedback (the rest is counted, not kept)
+=====================================  =======  ==============================================
+
+The memory and process caps need a control group (:mod:`._cgroups`); without
+one, every process of the worker is held to an address space of the memory
+less the files, and the process cap is ``RLIMIT_NPROC`` inside the sandbox's
+own user namespace, which the kernel does not apply when grading runs as root.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-SANDBOX = "/tmp/sandbox"  # the worker's folder, as it sees it
+from . import _cgroups
+
+WORKER = "/opt/attnbook-worker"  # the worker's two files, read-only, as it sees them
+SWEPT = Path(tempfile.gettempdir()) / "attnbook-sandboxes"  # the host's sandbox folders, one per submission
+
+_DEFAULTS = {"memory_gib": 4, "files_mib": 256, "processes": 64, "cpu_seconds": 300, "part_seconds": 120,
+             "submission_seconds": 900, "judge_memory_gib": 4, "frame_mib": 16, "output_chars": 20000}
 
 
 def limits() -> dict[str, float]:
-    return {
-        "memory_gib": float(os.environ.get("ATTNBOOK_GRADING_MEMORY_GIB", 4)),
-        "cpu_seconds": float(os.environ.get("ATTNBOOK_GRADING_CPU_SECONDS", 300)),
-        "part_seconds": float(os.environ.get("ATTNBOOK_GRADING_PART_SECONDS", 120)),
-    }
+    """Every limit of :data:`_DEFAULTS`, as the environment sets it (``ATTNBOOK_GRADING_<NAME>``)."""
+    return {name: float(os.environ.get(f"ATTNBOOK_GRADING_{name.upper()}", default))
+            for name, default in _DEFAULTS.items()}
 
 
-def apply_limits() -> None:
-    """In the worker before it starts (``preexec_fn``): memory, CPU time, file size, no core dumps."""
+def _bytes(gib: float = 0.0, mib: float = 0.0) -> int:
+    return int(gib * 2**30 + mib * 2**20)
+
+
+def apply_limits(group: _cgroups.Cgroup | None = None) -> None:
+    """In the worker before it starts (``preexec_fn``): its cgroup, memory, CPU time, file size, no core dumps.
+
+    Each process's address space is the submission's memory less what it may write, so that files and one
+    process together stay within the memory even where no cgroup counts them.
+    """
+    if group is not None:
+        group.join()
+    try:  # Linux: the worker is killed when its judge dies, whatever killed the judge
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
     lim = limits()
-    memory = int(lim["memory_gib"] * 2**30)
+    memory = _bytes(lim["memory_gib"], -lim["files_mib"])
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     cpu = int(lim["cpu_seconds"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     resource.setrlimit(resource.RLIMIT_FSIZE, (2**28, 2**28))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def new_cgroup() -> _cgroups.Cgroup | None:
+    """The submission's control group with its process and memory caps, where one can be made here."""
+    lim = limits()
+    return _cgroups.Cgroup.create(int(lim["processes"]), _bytes(lim["memory_gib"]))
 
 
 @functools.cache
@@ -91,29 +136,102 @@ def worker_command(workdir: Path, hidden: list[Path], python: str = sys.executab
     The worker sees only :func:`_visible` (an allow-list: the course, the
     grading state, home folders and other checkouts are simply not there), and
     of that, not the ``hidden`` folders (attnbook's own source, when it is
-    installed inside the environment).
+    installed inside the environment). It can write only to ``/tmp`` and
+    ``/dev/shm``, memory of a fixed size; ``workdir`` itself is read-only to it.
     """
     if isolation() == "none":
         return [python, "-I", str(workdir / "_worker.py")], str(workdir)
+    files = _bytes(mib=limits()["files_mib"])
     visible = [p for p in _visible() if p.exists()]
-    cmd = [shutil.which("bwrap"), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]  # before the binds:
-    for folder in visible:  # the environment may live under /tmp (a fresh clone there)
+    cmd = [shutil.which("bwrap"), "--dev", "/dev", "--proc", "/proc",
+           "--size", str(files // 4), "--tmpfs", "/dev/shm",
+           "--size", str(files - files // 4), "--tmpfs", "/tmp"]  # before the binds: the environment may
+    for folder in visible:  # live under /tmp (a fresh clone there)
         cmd += ["--ro-bind", str(folder), str(folder)]
     for folder in hidden:
         if folder.is_dir() and any(folder.is_relative_to(v) and folder != v for v in visible):
-            cmd += ["--tmpfs", str(folder)]
-    cmd += ["--bind", str(workdir), SANDBOX,
+            cmd += ["--size", "4096", "--tmpfs", str(folder), "--remount-ro", str(folder)]
+    cmd += ["--ro-bind", str(workdir), WORKER,
             "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", SANDBOX,
-            "--setenv", "HOME", SANDBOX, "--setenv", "TMPDIR", SANDBOX, "--setenv", "IPYTHONDIR", f"{SANDBOX}/.ipython",
-            "--", python, "-I", f"{SANDBOX}/_worker.py"]
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", "/tmp",
+            "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "IPYTHONDIR", "/tmp/.ipython",
+            "--setenv", "ATTNBOOK_GRADING_PROCESSES", str(int(limits()["processes"])),
+            "--remount-ro", "/dev", "--remount-ro", "/",
+            "--", python, "-I", f"{WORKER}/_worker.py"]
     return cmd, "/"
 
 
-def prepare(workdir: Path) -> None:
-    """Put the worker's two files in ``workdir`` (nothing else of the course goes there)."""
+def workdir() -> Path:
+    """A new host folder for one submission's sandbox, under :data:`SWEPT` (named by this process)."""
+    SWEPT.mkdir(mode=0o755, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=SWEPT))
+
+
+def prepare(folder: Path) -> None:
+    """Put the worker's two files in ``folder`` (nothing else of the course goes there)."""
     here = Path(__file__).parent
-    workdir.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     for name in ("_worker.py", "_wire.py"):
-        shutil.copyfile(here / name, workdir / name)
-    os.chmod(workdir, 0o777)  # the worker runs as nobody
+        shutil.copyfile(here / name, folder / name)
+    os.chmod(folder, 0o777 if isolation() == "none" else 0o755)  # without bubblewrap it is the worker's folder
+
+
+def remove_tree(path: Path) -> bool:
+    """Delete ``path`` whatever its shape (any depth, no permissions, fifos, sockets); whether it is gone.
+
+    Never raises: GNU or BSD ``chmod -R`` and ``rm -rf`` walk any depth without recursion limits and never
+    follow a symbolic link out of the folder.
+
+    >>> folder = Path(tempfile.mkdtemp()); (folder / "a" / "b").mkdir(parents=True); os.chmod(folder / "a", 0)
+    >>> remove_tree(folder), folder.exists()
+    (True, False)
+    """
+    if not os.path.lexists(path):
+        return True
+    for command in (["chmod", "-R", "u+rwx", "--", str(path)], ["rm", "-rf", "--one-file-system", "--", str(path)]):
+        try:
+            subprocess.run(command, capture_output=True, timeout=600)
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return not os.path.lexists(path)
+
+
+def sweep() -> list[str]:
+    """Remove what killed grading runs left behind (sandbox folders, empty cgroups); what was removed."""
+    removed = []
+    for folder in SWEPT.glob("*-*") if SWEPT.is_dir() else ():
+        pid = folder.name.split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and remove_tree(folder):
+            removed.append(str(folder))
+    count = _cgroups.sweep()
+    return removed + ([f"{count} empty cgroups"] if count else [])
+
+
+def describe() -> dict[str, str]:
+    """Which isolation and limits are in force on this machine, in words.
+
+    >>> sorted(describe())
+    ['files', 'isolation', 'memory', 'output', 'processes', 'time']
+    """
+    lim, group = limits(), _cgroups.available()
+    per_process = f"{lim['memory_gib'] - lim['files_mib'] / 1024:g} GiB of address space per process"
+    if group:
+        memory = f"{lim['memory_gib']:g} GiB for all its processes and files ({group}); {per_process}"
+        processes = f"at most {lim['processes']:g} at once ({group} pids.max)"
+    else:
+        memory = f"{per_process} (no cgroup here: the processes together are not capped)"
+        processes = (f"not capped: no cgroup here, and RLIMIT_NPROC does not bind processes of root"
+                     if os.geteuid() == 0 or isolation() == "none"
+                     else f"at most {lim['processes']:g} at once (RLIMIT_NPROC in the sandbox's user namespace)")
+    files = (f"/tmp {lim['files_mib'] * 3 / 4:g} MiB and /dev/shm {lim['files_mib'] / 4:g} MiB of memory; "
+             "the rest read-only" if isolation() == "bubblewrap" else "the host's disk (no sandbox)")
+    return {"isolation": isolation(), "memory": memory, "processes": processes, "files": files,
+            "time": (f"{lim['part_seconds']:g} s a part, {lim['submission_seconds']:g} s a submission (wall clock), "
+                     f"{lim['cpu_seconds']:g} CPU-s a part"),
+            "output": (f"replies of at most {lim['frame_mib']:g} MiB, feedback of at most "
+                       f"{lim['output_chars']:g} characters a part; judge: {lim['judge_memory_gib']:g} GiB")}
+
+
+if __name__ == "__main__":
+    for key, value in describe().items():
+        print(f"{key:>10}: {value}")

@@ -1,0 +1,282 @@
+"""No single submission can stop, stall or starve the class's grading.
+
+The mechanisms one by one (fast, no sandbox): a judge process per submission
+(:mod:`attnbook.grading.pool`), deadlines on whole frames, frames of bounded
+size and shape, capped feedback, clean-up of any folder, the per-submission
+guard of ``course.py``. Then the class-level attacks of the catalogue
+(``answers/hostile.py``), graded in the sandbox beside control students: the
+run finishes within its budget, the controls' rows equal those of a run without
+the attackers, each attacker scores 0 with a clear status, and the machine's
+processes, memory and disk come back to where they were.
+"""
+
+import csv
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from attnbook.grading import _cgroups, _wire, judge, pool, sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+COURSE = ROOT / "autograder" / "course.py"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+catalogue = _load("catalogue", ROOT / "autograder" / "fixtures" / "catalogue.py")
+course = _load("course", COURSE)
+
+# The catalogue's attacks on the class's grading run, and what each must be told.
+CLASS_ATTACKS = ("hostile_deep_reply", "hostile_huge_reply", "hostile_stalled_reply", "hostile_forged_reply",
+                 "hostile_fills_memory_disk", "hostile_fork_bomb", "hostile_floods_output", "hostile_metadata",
+                 "hostile_forever", "hostile_memory")
+
+
+# ------------------------------------------------------------ one judge a submission
+
+
+def _sleep_forever(_):
+    time.sleep(600)
+
+
+def _die(_):
+    os._exit(3)
+
+
+def _hog(_):
+    return {"size": len(bytearray(2**31))}  # 2 GiB, past the 1 GiB limit below
+
+
+def test_a_judge_that_raises_dies_hangs_or_hogs_is_its_job_only():
+    jobs = [0, 1, 2, 3, 4]
+    fns = {0: lambda n: {"n": n}, 1: lambda n: {"n": 1 / 0}, 2: _die, 3: _sleep_forever, 4: _hog}
+    start = time.monotonic()
+    results = pool.run_each(lambda n: fns[n](n), jobs, workers=5, budget=5, memory_bytes=2**30)
+    assert time.monotonic() - start < 30
+    assert results[0] == {"n": 0}
+    assert isinstance(results[1], pool.Failure) and "ZeroDivisionError" in results[1].why
+    assert "ZeroDivisionError" in results[1].log  # the traceback, for the grading log
+    assert isinstance(results[2], pool.Failure) and "exit 3" in results[2].why
+    assert isinstance(results[3], pool.Failure) and "time budget" in results[3].why
+    assert isinstance(results[4], pool.Failure) and "MemoryError" in results[4].why
+
+
+def test_a_submission_the_grader_fails_on_gets_a_grading_error_row(monkeypatch, tmp_path):
+    folder = tmp_path / "submitted" / "alice" / "02-transformer"
+    folder.mkdir(parents=True)
+    (folder / "exercises.ipynb").write_text(catalogue.solution_submission("02-transformer"))
+
+    def broken_plan(*args):
+        raise KeyError("a planner bug")
+
+    monkeypatch.setattr(course, "plan", broken_plan)
+    result = course._grade_one(("alice", "02-transformer", str(tmp_path)))
+    assert result["status"].startswith("grading error: planning (KeyError")
+    assert "a planner bug" in result["log"] and "broken_plan" in result["log"]  # the traceback
+    assert set(result["parts"]) == set(catalogue.points("02-transformer"))
+    assert all(part["score"] == 0 for part in result["parts"].values())
+
+
+@pytest.mark.parametrize("metadata", [["grade_id"], "nbgrader", {"grade_id": ["a"]}, {"grade_id": 3}])
+def test_nbgrader_metadata_of_the_wrong_type_reads_as_none(metadata):
+    assert course._nbgrader({"metadata": {"nbgrader": metadata}}) == {}
+    assert course._grade_id({"metadata": metadata}) is None
+
+
+def test_malformed_and_oversized_notebooks_are_not_graded_with_a_reason(tmp_path):
+    path = tmp_path / "exercises.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                                "cells": [{"cell_type": "code", "id": "a", "source": 42, "metadata": {}}]}))
+    assert course._read_submission(path) == (None, "not graded: the notebook's cells are malformed")
+    with open(path, "wb") as fh:
+        fh.truncate(course.MAX_NOTEBOOK + 1)
+    nb, status = course._read_submission(path)
+    assert nb is None and "not graded: notebook of 64 MiB (at most 64)" == status
+
+
+# ---------------------------------------------------------------- the wire
+
+
+@pytest.fixture
+def pipe():
+    r, w = os.pipe()
+    yield r, w
+    for fd in (r, w):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def test_the_deadline_covers_the_whole_frame_not_its_first_byte(pipe):
+    r, w = pipe
+    os.write(w, (1000).to_bytes(8, "little") + b'{"ready": ')  # the start of a frame, then nothing
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        _wire.receive(r, deadline=time.monotonic() + 0.5)
+    assert 0.4 < time.monotonic() - start < 5
+
+
+def test_a_send_the_reader_never_takes_stops_at_the_deadline(pipe):
+    r, w = pipe
+    os.set_blocking(w, False)
+    with pytest.raises(TimeoutError):
+        _wire.send(w, {"x": "y" * (1 << 20)}, deadline=time.monotonic() + 0.5)  # more than a pipe holds
+
+
+@pytest.mark.parametrize("body, words", [
+    (b'{"pad": "' + b"x" * 100000 + b'", "a": ' + b"[" * 5000 + b"]" * 5000 + b"}", "RecursionError"),
+    (b'{"a": [' + b"[]," * 100000 + b"[]]}", "arrays and objects"),
+    (b'{"a": ' + b'{"$tuple": [' * 70 + b"]}" * 70 + b"}", None),  # within JSON's limit, past decode's
+])
+def test_frames_that_would_choke_or_swell_the_judge_are_refused(pipe, body, words):
+    r, w = pipe
+    writer = threading.Thread(target=os.write, args=(w, len(body).to_bytes(8, "little") + body))
+    writer.start()
+    if words is None:
+        message = _wire.receive(r, deadline=time.monotonic() + 10)
+        with pytest.raises(_wire.WireError, match="nested deeper"):
+            _wire.decode(message["a"])
+    else:
+        with pytest.raises(_wire.WireError, match=words):
+            _wire.receive(r, deadline=time.monotonic() + 10)
+    writer.join()
+
+
+def test_a_frame_over_the_cap_is_refused_before_it_is_read(pipe):
+    r, w = pipe
+    os.write(w, (1 << 40).to_bytes(8, "little"))
+    with pytest.raises(_wire.WireError, match="refused"):
+        _wire.receive(r, max_bytes=16 << 20)
+
+
+def test_feedback_keeps_its_first_characters_and_counts_the_rest():
+    out = judge.Capped(100)
+    for _ in range(1000):
+        print("x" * 99, file=out)
+    text = out.getvalue()
+    assert text.startswith("x" * 99 + "\n") and text.endswith("(99900 more characters not shown)")
+    assert len(text) < 200
+
+
+# ------------------------------------------------------------- clean-up
+
+
+def test_remove_tree_removes_any_shape(tmp_path):
+    top = tmp_path / "left"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(2500):  # 7,500 characters deep: past PATH_MAX and Python's recursion limit
+        os.mkdir("dd", dir_fd=fd)
+        fd, parent = os.open("dd", os.O_RDONLY, dir_fd=fd), fd
+        os.close(parent)
+    os.close(fd)
+    os.mkfifo(top / "fifo")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(top / "sock"))
+    (top / "locked").mkdir()
+    (top / "locked" / "f").write_text("x")
+    os.chmod(top / "locked", 0)
+    os.symlink("/etc", top / "etc")  # not followed
+    assert sandbox.remove_tree(top) and not top.exists()
+    assert Path("/etc/passwd").exists()
+
+
+def test_the_next_run_removes_what_a_killed_run_left(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "SWEPT", tmp_path)
+    dead = _dead_pid()
+    (tmp_path / f"{dead}-abc" / "x").mkdir(parents=True)
+    (tmp_path / f"{os.getpid()}-mine").mkdir()  # this process is alive: its folder stays
+    removed = sandbox.sweep()
+    assert str(tmp_path / f"{dead}-abc") in removed
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{os.getpid()}-mine"]
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.mark.skipif(_cgroups.available() is None, reason="no cgroup can be made here")
+def test_a_cgroup_caps_processes_and_is_removed():
+    group = _cgroups.Cgroup.create(processes=8, memory_bytes=2**30)
+    code = "import os, time\nn = 0\ntry:\n    for _ in range(50):\n        if os.fork() == 0:\n" \
+           "            time.sleep(30); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            preexec_fn=group.join, start_new_session=True)
+    forked = int(proc.communicate(timeout=60)[0])
+    assert forked < 8 and group.peak()["processes"] <= 8
+    os.killpg(proc.pid, signal.SIGKILL)
+    assert group.remove()
+    assert not any(folder.exists() for folder in group.folders)
+
+
+# ---------------------------------------------- the class-level attacks, sandboxed
+
+
+def _machine() -> dict:
+    meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return {"processes": sum(name.isdigit() for name in os.listdir("/proc")),
+            "shmem_mib": int(meminfo["Shmem"].split()[0]) // 1024,
+            "tmp_free_mib": shutil.disk_usage(tempfile.gettempdir()).free >> 20,
+            "sandboxes": sorted(os.listdir(sandbox.SWEPT)) if sandbox.SWEPT.exists() else []}
+
+
+def _grade(submissions: Path, state: Path) -> tuple[dict, float]:
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, str(COURSE), "--state", str(state), "grade", "--jobs", "2",
+                           "--require-sandbox", str(submissions)], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "ATTNBOOK_GRADING_PART_SECONDS": "30"}, timeout=1200)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(state / "grades.csv", newline="") as fh:
+        return {(r["student"], r["assignment"]): r for r in csv.DictReader(fh)}, time.monotonic() - start
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sandbox.isolation() == "none", reason="bubblewrap does not run here")
+def test_class_level_attacks_are_contained_beside_control_students(tmp_path):
+    wrong = next(name for name, a in catalogue.ANSWERS.items()
+                 if a["assignment"] == "02-transformer" and not a.get("hostile") and a["expected"])
+    controls = {wrong: catalogue.ANSWERS[wrong]}  # with the solution and a blank notebook
+    attackers = {name: catalogue.ANSWERS[name] for name in CLASS_ATTACKS}
+    before = _machine()
+    catalogue.build_submissions(tmp_path / "controls", controls)
+    alone, _ = _grade(tmp_path / "controls", tmp_path / "alone")
+    catalogue.build_submissions(tmp_path / "class", {**controls, **attackers})
+    beside, seconds = _grade(tmp_path / "class", tmp_path / "beside")
+
+    assert {key: beside[key] for key in alone} == alone  # every column, the status included
+    assert catalogue.problems(tmp_path / "beside" / "grades.csv", {**controls, **attackers}) == []
+    for name in CLASS_ATTACKS:
+        row = beside[(name, "02-transformer")]
+        assert float(row["score"]) == 0, name
+        result = tmp_path / "beside" / "results" / name / "02-transformer.json"
+        assert result.stat().st_size < 64_000, name  # the flood of output was cut, and counted
+    # One part limit (30 s) for each attacker that hangs, the rest a few seconds each; well within budget.
+    assert seconds < 600
+    strays = subprocess.run(["pgrep", "-f", "attnbook-hostile-forked"], capture_output=True, text=True)
+    if strays.stdout:
+        subprocess.run(["pkill", "-9", "-f", "attnbook-hostile-forked"])  # so that they do not outlive the test
+    assert strays.stdout == ""
+    after = _machine()
+    assert after["processes"] <= before["processes"] + 10, (before, after)
+    assert after["shmem_mib"] <= before["shmem_mib"] + 100, (before, after)  # the tmpfs files are gone
+    assert after["tmp_free_mib"] >= before["tmp_free_mib"] - 200, (before, after)
+    assert after["sandboxes"] == before["sandboxes"]
