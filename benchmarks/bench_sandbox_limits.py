@@ -6,8 +6,8 @@
    frame, one at the frame cap (``ATTNBOOK_GRADING_FRAME_MIB``) or refused near
    it, a fresh process that has imported what a judge imports reads it from a
    pipe with the judge's own code (:func:`_wire.receive`, then
-   :func:`_wire.decode` of its value) and reports the growth of its peak
-   resident memory. JSON turns into Python objects many times its size (a dict
+   :func:`_wire.decode` of its value) and reports how far its peak resident
+   memory rose above what it held before (``VmHWM``, reset first). JSON turns into Python objects many times its size (a dict
    is 184 bytes), so the shapes are the worst ones the frame's rules admit.
 2. **The sandbox, from inside.** A probe started exactly as a worker is (the
    same bubblewrap command, limits and cgroup) forks until refused, fills
@@ -22,6 +22,7 @@ import functools
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,10 +34,18 @@ from attnbook.grading import sandbox
 RESULTS = Path(__file__).resolve().parent / "results" / "sandbox_limits.csv"
 
 READER = """
-import json, os, resource, sys, time
+import json, os, sys, time
 import torch
 from attnbook.grading import _wire, judge
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def status(key):  # kB
+    return int(next(line for line in open("/proc/self/status") if line.startswith(key)).split()[1])
+
+
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")  # the peak resident size starts again from the current one
+before = status("VmRSS")
 fd, cap = int(sys.argv[1]), int(sys.argv[2])
 start = time.perf_counter()
 try:
@@ -45,7 +54,7 @@ try:
     outcome = "decoded"
 except _wire.WireError as err:
     outcome = "refused: " + str(err)[:60]
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = status("VmHWM")
 print(json.dumps({"outcome": outcome, "growth_mib": (peak - before) / 1024, "seconds": time.perf_counter() - start}))
 """
 
@@ -60,9 +69,9 @@ def frames(cap: int) -> dict[str, bytes]:
     tensor = b'{"v": {"$tensor": ["float32", [%d], [1], "%s", false]}}' % (nbytes // 4, b"A" * (nbytes // 3 * 4))
     return {
         "a tensor (base64, as replies are)": tensor,
-        "tuples of two small ints": fill(b'{"$tuple": [1, 2]},'),
-        "one-item dicts (refused by decode)": fill(b'{"a":0},'),
-        "lists of three zeros": fill(b"[0,0,0],"),
+        "tuples of eight small ints": fill(b'{"$tuple": [1, 2, 3, 4, 5, 6, 7, 8]},'),
+        "one-item dicts (refused by decode)": fill(b'{"abcdefghi":0},'),
+        "lists of seven zeros": fill(b"[0,0,0,0,0,0,0],"),
         "floats": fill(b"1e1,"),
         "two-letter strings": fill(b'"ab",'),
         "empty lists (refused: too many)": fill(b"[],"),
@@ -103,7 +112,7 @@ PROBE = r"""
 import errno, os, time
 found = {}
 n = 0
-while n < 10000:
+while n < 1000:
     try:
         if os.fork() == 0:
             time.sleep(60)
@@ -127,8 +136,7 @@ for folder in ("/tmp", "/dev/shm", "/dev", "/"):
     except OSError:
         pass
     found[f"bytes written to {folder}"] = written
-print(found, flush=True)
-os.write(3, (repr(found) + "\n").encode())
+print(repr(found), flush=True)
 """
 
 
@@ -142,13 +150,11 @@ def sandbox_caps() -> list[dict]:
         (folder / "_wire.py").write_text("")
         command, cwd = sandbox.worker_command(folder, [])
         group = sandbox.new_cgroup()
-        r, w = os.pipe()
-        proc = subprocess.Popen(command, cwd=cwd, pass_fds=(w,), stdout=subprocess.DEVNULL,
-                                preexec_fn=functools.partial(_fd3, w, group), start_new_session=True)
-        os.close(w)
-        with os.fdopen(r) as fh:  # one line: the probe's sleeping children hold the pipe open
-            found = eval(fh.readline() or "{}")  # noqa: S307 - our own probe's dict of numbers
-        subprocess.run(["kill", "-9", f"-{proc.pid}"], capture_output=True)
+        proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, text=True, start_new_session=True,
+                                preexec_fn=functools.partial(sandbox.apply_limits, group))
+        line = proc.stdout.readline()  # one line: the probe's sleeping children hold the pipe open
+        found = eval(line or "{}")  # noqa: S307 - our own probe's dict of numbers
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         peak = group.peak() if group else {}
         if group:
@@ -162,12 +168,6 @@ def sandbox_caps() -> list[dict]:
     for row in rows:
         print(row)
     return rows
-
-
-def _fd3(fd: int, group) -> None:
-    """In the probe before it starts: its report pipe as fd 3, then the worker's own limits."""
-    os.dup2(fd, 3)
-    sandbox.apply_limits(group)
 
 
 def machine() -> str:

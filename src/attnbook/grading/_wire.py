@@ -242,7 +242,8 @@ def receive(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAME) 
 
     With ``deadline`` (``time.monotonic()``), the whole frame must have arrived by then, not only its first
     byte: :class:`TimeoutError` otherwise. A frame over ``max_bytes``, with more arrays and objects than
-    one per 8 of its bytes (and 64; a legitimate frame's values are tensors as base64 text, numbers and strings),
+    one per 16 of its bytes (and 64; the catalogue's replies over 1 kB hold one per 47 bytes at most: their
+    values are mostly tensors as base64 text),
     or nested deeper than :data:`MAX_DEPTH` is refused, so that decoding it costs a few times its size.
 
     >>> r, w = os.pipe()
@@ -251,7 +252,7 @@ def receive(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAME) 
     >>> send(w, {"a": [[]] * 1000})
     >>> receive(r)
     Traceback (most recent call last):
-    attnbook.grading._wire.WireError: frame of 4007 bytes holds 1002 arrays and objects (at most 564 here)
+    attnbook.grading._wire.WireError: frame of 4007 bytes holds 1002 arrays and objects (at most 314 here)
     >>> os.close(r), os.close(w)
     (None, None)
     """
@@ -259,7 +260,7 @@ def receive(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAME) 
     if n > max_bytes:
         raise WireError(f"frame of {n} bytes refused (at most {max_bytes})")
     body = _read_exact(fd, n, deadline)
-    containers, allowed = body.count(b"[") + body.count(b"{"), n // 8 + 64
+    containers, allowed = body.count(b"[") + body.count(b"{"), n // 16 + 64
     if containers > allowed:
         raise WireError(f"frame of {n} bytes holds {containers} arrays and objects (at most {allowed} here)")
     try:
