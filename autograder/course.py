@@ -213,6 +213,7 @@ def _read_submission(path: Path):
 
 
 _CELL_TYPES = ("code", "markdown", "raw")
+_CELL_ID = re.compile(r"[a-zA-Z0-9-_]{1,64}")  # nbformat's pattern for a cell's id
 
 
 def _grade_one(job: tuple[str, str, str]) -> dict:
@@ -288,8 +289,8 @@ def _hidden(state: Path) -> list[Path]:
 
 
 def _feedback_notebook(nb, results: dict, released):
-    """The submission as the autograded notebook: the student's cells (sources, nbgrader metadata and
-    attachments only), test cells as released, each with the judge's words."""
+    """The submission as the autograded notebook: the student's cells (sources, ids, tags, nbgrader
+    metadata and attachments only), test cells as released, each with the judge's words."""
     import nbformat
 
     stubs = _test_cells(released)
@@ -300,6 +301,11 @@ def _feedback_notebook(nb, results: dict, released):
     for cell in nb.cells:
         gid = _grade_id(cell)
         new = make[cell.cell_type](source=cell.source)
+        if isinstance(cell.get("id"), str) and _CELL_ID.fullmatch(cell["id"]):
+            new["id"] = cell["id"]  # the same feedback page for the same submission, every time
+        tags = cell.metadata.get("tags") if isinstance(cell.get("metadata"), dict) else None
+        if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
+            new.metadata["tags"] = tags
         if _nbgrader(cell):
             new.metadata["nbgrader"] = _nbgrader(cell)
         if cell.get("attachments") and cell.cell_type != "code":
@@ -433,7 +439,8 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     (nbgrader.state / "grading.log").write_text("".join(log))
     write_csv(results, out)
     sandbox.sweep()
-    print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()})")
+    print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "
+          f"processes: {sandbox.describe()['processes']})")
     broken = [f"{r['student']}/{r['assignment']}" for r in results if "grading error" in r["status"]]
     if broken:
         print(f"{len(broken)} submissions need a look (grading error; tracebacks in "

@@ -151,7 +151,7 @@ def test_trusted_notebooks_may_be_graded_without_the_sandbox_when_asked(tmp_path
     catalogue.build_submissions(submissions, trusted)  # with the solution and a blank notebook
     done = course("--state", str(state), "grade", "--jobs", "2", str(submissions), ATTNBOOK_GRADING_SANDBOX="none")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "(sandbox: none)" in done.stdout
+    assert "(sandbox: none;" in done.stdout
     assert catalogue.problems(state / "grades.csv", trusted) == []
 
 

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from attnbook.grading import _cgroups, _wire, judge, pool, sandbox
 
@@ -143,7 +144,7 @@ def test_a_send_the_reader_never_takes_stops_at_the_deadline(pipe):
 @pytest.mark.parametrize("body, words", [
     (b'{"pad": "' + b"x" * 100000 + b'", "a": ' + b"[" * 5000 + b"]" * 5000 + b"}", "RecursionError"),
     (b'{"a": [' + b"[]," * 100000 + b"[]]}", "arrays and objects"),
-    (b'{"a": ' + b'{"$tuple": [' * 70 + b"]}" * 70 + b"}", None),  # within JSON's limit, past decode's
+    (b'{"pad": "' + b"x" * 4000 + b'", "a": ' + b'{"$tuple": [' * 70 + b"]}" * 70 + b"}", None),  # past decode's
 ])
 def test_frames_that_would_choke_or_swell_the_judge_are_refused(pipe, body, words):
     r, w = pipe
@@ -164,6 +165,16 @@ def test_a_frame_over_the_cap_is_refused_before_it_is_read(pipe):
     os.write(w, (1 << 40).to_bytes(8, "little"))
     with pytest.raises(_wire.WireError, match="refused"):
         _wire.receive(r, max_bytes=16 << 20)
+
+
+def test_a_tensor_too_large_to_send_crosses_as_its_shape():
+    blown_up = torch.zeros(64, 64, 1024)  # 16 MiB: a broadcast gone wrong, say
+    sent = json.loads(json.dumps(_wire.encode({"out": blown_up}, handles={})))
+    assert len(json.dumps(sent)) < 200
+    received = _wire.decode(sent)["out"]
+    assert received.shape == (64, 64, 1024) and received.device.type == "meta"  # a check can read its shape
+    small = torch.arange(6.0)
+    assert _wire.decode(json.loads(json.dumps(_wire.encode(small, handles={})))).equal(small)
 
 
 def test_feedback_keeps_its_first_characters_and_counts_the_rest():

@@ -10,6 +10,7 @@ None, bool, int, str    themselves; floats too (NaN and ±inf included)
 list                    a JSON array
 tuple, dict             ``{"$tuple": [...]}``, ``{"$dict": [[k, v], ...]}``
 ``torch.Tensor``        ``{"$tensor": [dtype, shape, stride, base64 bytes, requires_grad]}``
+a tensor over 8 MiB     ``{"$large": [dtype, shape]}`` (worker -> judge: a data-less ``meta`` tensor)
 ``torch.Generator``     ``{"$generator": <its state as a tensor>}``
 ``torch.dtype``         ``{"$dtype": "float64"}``
 an attnbook object      ``{"$build": [import path, kwargs]}`` (judge -> worker only)
@@ -45,6 +46,7 @@ import torch
 
 MAX_FRAME = 1 << 30  # bytes: the judge's own frames (a model's weights); the worker reads with this
 MAX_DEPTH = 64  # nesting of a value: lists, dicts and tagged forms together
+MAX_TENSOR = 8 << 20  # bytes: a larger tensor from the worker crosses as its dtype and shape only
 
 
 class WireError(ValueError):
@@ -127,6 +129,9 @@ def encode(value: object, *, handles: dict | None = None) -> object:
     if isinstance(value, dict):  # an OrderedDict or a Counter crosses as a plain dict
         return {"$dict": [[encode(k, handles=handles), encode(v, handles=handles)] for k, v in value.items()]}
     if type(value) is torch.Tensor or (handles is None and isinstance(value, torch.Tensor)):
+        if handles is not None and value.numel() * value.element_size() > MAX_TENSOR:
+            # A result that large is a shape gone wrong (a broadcast, say): its shape is what the check needs.
+            return {"$large": [str(value.dtype).removeprefix("torch."), list(value.shape)]}
         return _tensor_to_json(value)
     if isinstance(value, torch.Generator):
         return {"$generator": _tensor_to_json(value.get_state())}
@@ -185,6 +190,11 @@ def decode(data: object, *, handles: dict | None = None, remote=None, depth: int
         return g
     if tag == "$dtype":
         return _dtype(body)
+    if tag == "$large" and handles is None:
+        dtype, shape = body
+        if not all(isinstance(n, int) and n >= 0 for n in shape):
+            raise WireError("malformed shape")
+        return torch.empty(shape, dtype=_dtype(dtype), device="meta")  # a shape without data
     if tag == "$build" and handles is not None:
         path, kwargs = body
         return _build(path, decode(kwargs, handles=handles, depth=depth + 1))
