@@ -10,14 +10,23 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 1)
 STATE  ?= .
+# On Linux without an NVIDIA GPU, torch comes from PyTorch's CPU index: a few hundred MB instead of PyPI's
+# build with several GB of CUDA libraries. `make install TORCH_INDEX=` takes PyPI's (CUDA) build instead.
+TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null && \
+	echo https://download.pytorch.org/whl/cpu)
 
 .PHONY: install data book book-instructor test release grade report grader-check clean
 
-$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
 	$(PYTHON) -m venv $(VENV)
+ifneq ($(TORCH_INDEX),)
+	$(PY) -m pip install --quiet --no-deps --retries 1 --timeout 15 --index-url $(TORCH_INDEX) \
+		"$$(grep '^torch==' requirements.txt)" || echo "$(TORCH_INDEX) did not answer: torch comes from PyPI"
+endif
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) tools/student_lab.py   # JupyterLab for students: pages open as notebooks, no instructor panels
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -30,8 +39,11 @@ book: data
 ifeq ($(CI),true)
 	rm -rf _build/.jupyter_cache   # CI always executes every notebook
 endif
-	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
-	$(PY) tools/lint_pages.py _build/html   # alt text, no CDN scripts, clean outputs, nothing too wide
+	# A failed build forgets what Sphinx read (_build/.doctrees), so that the next one reads every page again
+	# and executes the pages that failed (jupyter-cache keeps only the notebooks that ran cleanly).
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going || { rm -rf _build/.doctrees; exit 1; }
+	# alt text, no CDN scripts, clean outputs, nothing too wide
+	$(PY) tools/lint_pages.py _build/html || { rm -rf _build/.doctrees; exit 1; }
 	@echo "Open the book: _build/html/index.html"
 
 # The instructor edition: the book plus every chapter's solution notebook, executed (never published).

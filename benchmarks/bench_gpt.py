@@ -33,8 +33,8 @@ and batches of 16, which buy ~1300 steps in 40 s.
 
 Run::
 
-    .venv/bin/python benchmarks/bench_gpt.py                 # 40 s, 2 threads on CPU
-    .venv/bin/python benchmarks/bench_gpt.py --threads 1     # on a busy machine
+    .venv/bin/python benchmarks/bench_gpt.py                 # 40 s, on the free CPUs (at most 2)
+    .venv/bin/python benchmarks/bench_gpt.py --threads 2     # two threads, busy machine or not
     .venv/bin/python benchmarks/bench_gpt.py --n-layer 4 --batch-size 12 --lr 1e-3   # other recipes
 """
 
@@ -51,7 +51,7 @@ import torch
 
 from attnbook.data import load_shakespeare
 from attnbook.gpt import GPT, GPTConfig, random_batch, stream_loss
-from attnbook.runtime import autocast, get_device, seed_everything
+from attnbook.runtime import autocast, free_cpus, get_device, seed_everything, set_threads
 from attnbook.train import lr_factor
 
 from attnbook.tokenizers import CharTokenizer
@@ -74,23 +74,6 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def cpu_busy_fraction(seconds: float = 0.5) -> float | None:
-    """Fraction of all CPUs busy over ``seconds`` (from /proc/stat; None where there is none)."""
-
-    def sample() -> tuple[int, int]:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
-
-    try:
-        total0, idle0 = sample()
-        time.sleep(seconds)
-        total1, idle1 = sample()
-    except (OSError, ValueError, IndexError):
-        return None
-    return 1.0 - (idle1 - idle0) / max(1, total1 - total0)
-
-
 def matmul_peak(device: torch.device, *, reps: int = 10) -> tuple[float, str]:
     """Best FLOP/s of one big matmul: fp32 2048^2 on CPU, bf16 8192^2 on CUDA."""
     n, dtype = (8192, torch.bfloat16) if device.type == "cuda" else (2048, torch.float32)
@@ -111,7 +94,7 @@ def matmul_peak(device: torch.device, *, reps: int = 10) -> tuple[float, str]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seconds", type=float, default=40.0, help="training time budget (default 40)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: 2 on CPU)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the free CPUs, at most 2)")
     p.add_argument("--device", default=None, help="cpu / cuda (default: attnbook.runtime.get_device())")
     p.add_argument("--preset", default=None, help="GPTConfig preset (default: cpu-fast on CPU, gpu on CUDA)")
     for name in ("n_layer", "n_head", "n_embd", "block_size", "n_inner"):
@@ -136,8 +119,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for key in ("preset", "batch_size", "lr", "warmup", "weight_decay", "dropout"):
         if getattr(args, key) is not None:
             recipe[key] = getattr(args, key)
-    threads = args.threads or (2 if device.type == "cpu" else torch.get_num_threads())
-    torch.set_num_threads(threads)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    elif device.type == "cpu":
+        set_threads(most=2)  # two where two cores are free: one on a core another process shares
     seed_everything(args.seed)
 
     # -- data: 90/10 contiguous split of the character stream ---------------------------
@@ -176,11 +161,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"model: {config}")
     print(f"       {model.num_params():,} parameters, {flops_per_token / 1e6:.2f} MFLOP per training token")
     print(f"recipe: {recipe}, budget {args.seconds:g} s")
-    busy = cpu_busy_fraction()
-    if device.type == "cpu" and threads > 1 and busy is not None and busy > 0.1:
-        print(f"warning: other processes keep {busy:.0%} of the CPUs busy. With {threads} threads "
-              "every op waits for its slowest thread, so a busy machine can slow training many "
-              "times over; measure on a quiet machine, or pass --threads 1.")
+    threads, free = torch.get_num_threads(), free_cpus()
+    if device.type == "cpu" and threads > free:
+        print(f"warning: {free} of the CPUs are free and --threads asks for {threads}: every op waits for "
+              "its slowest thread, so training can slow many times over; measure on a quiet machine.")
 
     # -- training: a time budget, lr scheduled on the elapsed fraction of it --------------
     gen = torch.Generator().manual_seed(args.seed)

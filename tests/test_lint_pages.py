@@ -23,7 +23,13 @@ def test_a_clean_page_passes():
             '<div class="cell_output"><pre>loss 2.31</pre></div>'
             '<div class="highlight"><pre>loss = F.cross_entropy(logits, targets)</pre></div>'
             '<div class="dropdown-launch-buttons"><img alt="Binder logo" src="logo.svg">Binder</div>'
-            r'<div class="math">\[ p(x) = \prod_t p(x_t \mid x_{<t}) \]</div>')
+            '<p>the mean of -ln P(y | x) over | M | positions</p>'
+            '<table><tr><td>a</td><td>b</td></tr></table>'
+            '<div class="highlight"><pre>if ok:\n\treturn "\a\b"</pre></div>'
+            '<p>call <code>f(x,\ty)</code>, then</p>'
+            '<div class="cell_output"><pre>col1\tcol2</pre></div>'
+            + '<div class="cell_output"><pre>epoch 1 of 3: loss 0.25 (done)</pre></div>' * 3
+            + r'<div class="math">\[ p(x) = \prod_t p(x_t \mid x_{<t}) \]</div>')
     assert lint.lint_page(page(body)) == []
 
 
@@ -42,6 +48,14 @@ def test_each_problem_is_found():
         '<div class="cell_output"><pre>&lt;matplotlib.legend.Legend at 0x7f&gt;</pre></div>': "stray value",
         "<div class=\"cell_output\"><pre>(Text(0.5, 0.01, 'x'), Text(0.02, 0.5, 'y'))</pre></div>": "stray value",
         '<div class="math">\\[' + " + ".join(f"a_{i}" for i in range(30)) + "\\]</div>": "display equation",
+        '<p>| chapter | check |\n| 01 | x |</p>': "Markdown table shown as text",
+        '<div class="cell_output"><p>| chapter | check | | --- | --- | | 01 | x |</p></div>': "Markdown table",
+        '<p>| chapter | check | | \u2014 | \u2014 | | 01 | x |</p>': "Markdown table",
+        '<div class="cell_output"><pre>run: bench.py on 2 cores, torch 2.3</pre></div>' * 4: "printed 4 times",
+        '<span class="math">\\(z = (f - \text{mean})\\)</span>': "control character",
+        '<div class="math">\\[X^\top X\\]</div>': "control character",
+        "<p>ring the bell\x07 or step back\x08 a page</p>": "control character",
+        "<li>a vertical tab\x0b and a form feed\x0c</li>": "control character",
     }
     for body, phrase in cases.items():
         problems = lint.lint_page(page(body))
@@ -54,3 +68,15 @@ def test_broken_lines_of_an_aligned_equation_are_measured_one_by_one():
     assert lint.equation_glyphs(r"\[" + long + r"\]") > lint.MAX_EQUATION_GLYPHS
     assert lint.equation_glyphs(r"\[\begin{aligned}" + half + r" \\ &+ " + half + r"\end{aligned}\]") \
         <= lint.MAX_EQUATION_GLYPHS
+
+
+def test_a_repeated_output_line_counts_across_the_cells_of_a_page():
+    header = "run: python bench.py on 2 cores, torch 2.3"
+    outputs = [f'<div class="cell_output"><pre>{header}\nstep {i}: 0.1 s</pre></div>' for i in range(4)]
+    assert any("printed 4 times" in problem for problem in lint.lint_page(page("".join(outputs))))
+    assert lint.lint_page(page("".join(outputs[:3]))) == []
+    assert lint.repeated_lines(["a short line\n" * 9]) == []  # 12 characters
+
+
+def test_the_layout_between_tags_is_not_prose():
+    assert lint.lint_page("<html><body>\n\t<div>\n\t\t<p>text</p>\n\t</div>\n</body></html>") == []

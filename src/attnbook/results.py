@@ -11,11 +11,13 @@ editable install of a clone, run from elsewhere).
 from __future__ import annotations
 
 import csv
+import re
+import textwrap
 from pathlib import Path
 
 import attnbook
 
-__all__ = ["committed_results"]
+__all__ = ["committed_results", "provenance"]
 
 _FOLDER = Path("benchmarks") / "results"
 
@@ -42,3 +44,25 @@ def committed_results(name: str) -> tuple[str, list[dict[str, str]]]:
                                 "of the course repository?")
     with open(path, newline="") as f:
         return f.readline().strip("# \n"), list(csv.DictReader(f))
+
+
+def provenance(*made_by: str, width: int = 78) -> str:
+    """Which commands made these tables, and on which machines, each said once and wrapped at ``width``.
+
+    The Python executable and the load average at each start are left out: a page that reads several
+    tables prints one short paragraph instead of a header line per table.
+
+    >>> print(provenance(".venv/bin/python benchmarks/bench_vit.py seeds | x86_64, 2 cores, load average 1.6 at start",
+    ...                  ".venv/bin/python benchmarks/bench_vit.py longer | x86_64, 2 cores, load average 0.1 at start"))
+    made by benchmarks/bench_vit.py seeds; benchmarks/bench_vit.py longer; on
+    x86_64, 2 cores
+    """
+    commands, machines = [], []
+    for line in made_by:
+        command, _, machine = line.partition(" | ")
+        command = re.sub(r"^\S*python\S*\s+", "", command)
+        machine = re.sub(r",?\s*load average [\d.]+ at start", "", machine)
+        commands += [command] if command not in commands else []
+        machines += [machine] if machine and machine not in machines else []
+    text = "made by " + "; ".join(commands) + ("; on " + " and ".join(machines) if machines else "")
+    return textwrap.fill(text, width)

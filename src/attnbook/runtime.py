@@ -1,4 +1,5 @@
-"""Where code runs: device choice, seeding, mixed precision, parameter counts.
+"""Where code runs: device choice, threads for the CPUs that are free, seeding, mixed precision, parameter
+counts.
 
 Every other module asks this one for a device instead of naming ``cuda`` or
 ``cpu``, so the same notebook runs on a laptop CPU and on a GPU.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import time
 
 import numpy as np
 import torch
@@ -81,3 +83,52 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = True) -> int
     8
     """
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+def _cpu_times(cpus: set[int]) -> tuple[int, int] | None:
+    """(idle, total) clock ticks of ``cpus`` so far, from ``/proc/stat``; ``None`` where there is none."""
+    try:
+        lines = open("/proc/stat").read().splitlines()
+    except OSError:
+        return None
+    idle = total = 0
+    for line in lines:
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            ticks = [int(f) for f in fields[:8]]
+            idle += ticks[3] + ticks[4]  # idle and iowait
+            total += sum(ticks)
+    return idle, total
+
+
+def free_cpus(sample_seconds: float = 0.25) -> int:
+    """How many of the CPUs this process may run on are idle now (at least 1).
+
+    Measured over ``sample_seconds`` from ``/proc/stat`` (Linux); elsewhere, every CPU allowed counts as
+    free. A CPU that another process keeps busy is not free: threads that share it wait on each other at
+    every parallel region, so that two threads on one free core run slower than one.
+
+    >>> 1 <= free_cpus(0.05) <= (os.cpu_count() or 1)
+    True
+    """
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    before = _cpu_times(cpus)
+    if before is None:
+        return max(1, len(cpus))
+    time.sleep(sample_seconds)
+    idle, total = (after - first for after, first in zip(_cpu_times(cpus), before))
+    return max(1, min(len(cpus), round(len(cpus) * idle / max(total, 1))))
+
+
+def set_threads(most: int | None = None) -> int:
+    """Give PyTorch one thread per free CPU (:func:`free_cpus`), at most ``most``; return how many.
+
+    Pages and benchmarks call it instead of ``torch.set_num_threads(2)``: on a machine where another
+    process holds a core, they train on the core that is left instead of fighting for it.
+
+    >>> set_threads(most=1)
+    1
+    """
+    threads = free_cpus() if most is None else min(most, free_cpus())
+    torch.set_num_threads(threads)
+    return threads

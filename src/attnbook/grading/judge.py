@@ -172,8 +172,7 @@ class Capped(io.TextIOBase):
     """
 
     def __init__(self, limit: int):
-        self.limit, self.kept, self.dropped = limit, [], 0
-        self.size = 0
+        self.limit, self.kept, self.size, self.dropped = limit, [], 0, 0  # size: characters kept
 
     def writable(self) -> bool:
         return True

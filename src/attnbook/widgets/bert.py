@@ -54,8 +54,9 @@ def masking_outcomes(ids: torch.Tensor, inputs: torch.Tensor, labels: torch.Tens
 
 def draw_masking(ax: Axes, ids: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor,
                  token_names: Sequence[str], *, special_ids: Sequence[int], mask_id: int,
-                 title: str = "") -> list[str]:
-    """Draw one masked row on ``ax``: each token a box, the original above, the model's input inside.
+                 title: str = "", fontsize: float = 9) -> list[str]:
+    """Draw one masked row on ``ax``: each token a box, the model's input inside, the original above in
+    italics where it was chosen (text left horizontal: give a row of T tokens about 0.6 T inches).
 
     ``token_names[i]`` is the text of id ``i``. Returns the outcomes (see
     :func:`masking_outcomes`), so a caller can count them.
@@ -64,11 +65,12 @@ def draw_masking(ax: Axes, ids: torch.Tensor, inputs: torch.Tensor, labels: torc
     for t, (orig, seen, what) in enumerate(zip(ids.tolist(), inputs.tolist(), outcomes)):
         ax.add_patch(Rectangle((t + 0.04, 0), 0.92, 1, facecolor=MASKING_COLOURS[what],
                                edgecolor="0.4", linewidth=0.6))  # one box per token
-        ax.text(t + 0.5, 0.5, token_names[seen], ha="center", va="center", fontsize=8, rotation=90)
+        ax.text(t + 0.5, 0.5, token_names[seen], ha="center", va="center", fontsize=fontsize)
         if what not in ("special", "not chosen"):
-            ax.text(t + 0.5, 1.08, token_names[orig], ha="center", va="bottom", fontsize=7, rotation=90,
-                    color="0.3")
-    ax.set(xlim=(0, len(outcomes)), ylim=(0, 2.1), title=title)
+            ax.text(t + 0.5, 1.12, token_names[orig], ha="center", va="bottom", fontsize=fontsize,
+                    color="0.25", fontstyle="italic")
+    ax.set(xlim=(0, len(outcomes)), ylim=(0, 1.9))
+    ax.set_title(title, fontsize=fontsize, loc="left")
     ax.set_axis_off()
     return outcomes
 
@@ -120,7 +122,7 @@ def masking_explorer(tokenizer: object, text: str, *, special_ids: Sequence[int]
         gen = torch.Generator().manual_seed(int(seed_box.value))
         inputs, labels = mask_tokens(ids, list(special_ids), vocab_size, generator=gen,
                                      mlm_probability=float(probability.value), mask_id=mask_id)  # (1, T)
-        fig = Figure(figsize=(max(4.0, 0.32 * ids.shape[1] + 1), 2.6), layout="constrained")
+        fig = Figure(figsize=(max(4.0, 0.62 * ids.shape[1] + 0.5), 1.9), layout="constrained")
         ax = fig.subplots()
         outcomes = draw_masking(ax, ids[0], inputs[0], labels[0], names, special_ids=special_ids,
                                 mask_id=mask_id, title=f"seed {seed_box.value}: what the model reads "
