@@ -1,8 +1,9 @@
-"""runtime: device choice, seeding, autocast, parameter counts."""
+"""runtime: device choice, free CPUs, seeding, autocast, parameter counts."""
 
 import pytest
 import torch
 
+from attnbook import runtime
 from attnbook.runtime import autocast, count_parameters, get_device, seed_everything
 
 
@@ -53,3 +54,32 @@ def test_count_parameters_counts_trainable_only_by_default():
     model[0].weight.requires_grad_(False)
     assert count_parameters(model) == 2 + 2 + 1
     assert count_parameters(model, trainable_only=False) == 6 + 2 + 2 + 1
+
+
+STAT = """cpu  0 0 0 0 0 0 0 0
+cpu0 {u0} 0 0 {i0} 0 0 0 0
+cpu1 {u1} 0 0 {i1} 0 0 0 0
+"""
+
+
+@pytest.mark.parametrize("busy, allowed, free", [
+    ((0, 0), {0, 1}, 2),     # a quiet machine: both cores
+    ((100, 0), {0, 1}, 1),   # another process keeps core 0 busy: one thread, on the core that is left
+    ((100, 100), {0, 1}, 1),  # both busy: still one
+    ((0, 0), {1}, 1),        # pinned to one core (taskset -c 1)
+    ((0, 100), {0}, 1),      # pinned to core 0; core 1's load is not ours to count
+])
+def test_free_cpus_counts_idle_cpus_among_those_allowed(monkeypatch, tmp_path, busy, allowed, free):
+    """Over the sample, each busy core spent 100 ticks working and none idle; a quiet one 100 idle."""
+    samples = iter([STAT.format(u0=0, i0=0, u1=0, i1=0),
+                    STAT.format(u0=busy[0], i0=100 - busy[0], u1=busy[1], i1=100 - busy[1])])
+    stat = tmp_path / "stat"
+
+    def fake_open(path, *args, **kwargs):
+        assert path == "/proc/stat"
+        stat.write_text(next(samples))
+        return open(stat, *args, **kwargs)
+
+    monkeypatch.setattr(runtime, "open", fake_open, raising=False)
+    monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda pid: allowed)
+    assert runtime.free_cpus(sample_seconds=0) == free
