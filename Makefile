@@ -35,14 +35,14 @@ data: install
 	$(PY) -m attnbook.data fetch
 	$(PY) tools/book_assets.py
 
+# A failed build or page check forgets what Sphinx read (_build/.doctrees), so that the next `make book`
+# reads every page again and executes the pages that failed (jupyter-cache keeps only clean runs).
+# The page check: alt text, no CDN scripts, clean outputs, nothing too wide (tools/lint_pages.py).
 book: data
 ifeq ($(CI),true)
 	rm -rf _build/.jupyter_cache   # CI always executes every notebook
 endif
-	# A failed build forgets what Sphinx read (_build/.doctrees), so that the next one reads every page again
-	# and executes the pages that failed (jupyter-cache keeps only the notebooks that ran cleanly).
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going || { rm -rf _build/.doctrees; exit 1; }
-	# alt text, no CDN scripts, clean outputs, nothing too wide
 	$(PY) tools/lint_pages.py _build/html || { rm -rf _build/.doctrees; exit 1; }
 	@echo "Open the book: _build/html/index.html"
 

@@ -1,7 +1,7 @@
 """The grading pipeline end to end: release, the sandboxed judge, feedback, grades.csv.
 
 The whole catalogue (autograder/fixtures/answers/: right, wrong and hostile
-students) is graded with the instructor's own command, in parallel, and its
+students; the attacks on the class's run itself are tests/test_containment.py's) is graded with the instructor's own command, in parallel, and its
 grades are checked against the catalogue; the hostile students must be
 contained: 0 on the part they attack, everyone else graded as if they were not
 there, no submission lost or changed, nothing secret in any feedback.
@@ -29,6 +29,8 @@ _spec.loader.exec_module(catalogue)
 pytestmark = pytest.mark.slow
 TRUSTED = harness.trusted_grading_env()  # the course's own notebooks; the hostile ones need the sandbox
 SANDBOXED = not TRUSTED
+# The attacks on the class's run are graded beside control students in tests/test_containment.py.
+ANSWERS = {name: a for name, a in catalogue.ANSWERS.items() if not a.get("class_level")}
 
 
 def course(*args, **env):
@@ -58,7 +60,7 @@ def graded(tmp_path_factory):
         pytest.skip("bubblewrap does not run here: the catalogue's hostile answers would attack this checkout")
     base = tmp_path_factory.mktemp("class")
     submissions, state = base / "submissions", base / "state"
-    catalogue.build_submissions(submissions)
+    catalogue.build_submissions(submissions, ANSWERS)
     done = course("--state", str(state), "grade", "--jobs", "2", "--require-sandbox", str(submissions))
     assert done.returncode == 0, done.stdout + done.stderr
     return submissions, state
@@ -66,7 +68,7 @@ def graded(tmp_path_factory):
 
 def test_every_grade_and_status_is_as_the_catalogue_states(graded):
     _, state = graded
-    assert catalogue.problems(state / "grades.csv") == []
+    assert catalogue.problems(state / "grades.csv", ANSWERS) == []
 
 
 def test_submissions_are_kept_unchanged(graded):
@@ -88,7 +90,7 @@ def test_the_gradebook_holds_the_judges_scores(graded):
 def test_feedback_names_the_mistake_and_keeps_every_secret(graded):
     _, state = graded
     secrets = ["BEGIN HIDDEN TESTS", "points=", "BEGIN SOLUTION", "scores.masked_fill(~mask, float(\"-inf\"))"]
-    for name, answer in catalogue.ANSWERS.items():
+    for name, answer in ANSWERS.items():
         path = state / "feedback" / name / answer["assignment"] / "exercises.html"
         if "raw" in answer:
             continue
