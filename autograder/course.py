@@ -245,8 +245,7 @@ def _grade_one(job: tuple[str, str, str]) -> dict:
         if log:
             result["log"] = "\n".join(log)
     except Exception as err:  # noqa: BLE001 - this submission's failure, not the class's
-        result["status"] = f"grading error: {step} ({type(err).__name__}: {str(err)[:200]})"
-        result["log"] = traceback.format_exc()
+        _grading_error(result, step, err)
     return _complete(result)
 
 

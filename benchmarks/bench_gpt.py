@@ -161,9 +161,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"model: {config}")
     print(f"       {model.num_params():,} parameters, {flops_per_token / 1e6:.2f} MFLOP per training token")
     print(f"recipe: {recipe}, budget {args.seconds:g} s")
-    threads, free = torch.get_num_threads(), free_cpus()
-    if device.type == "cpu" and threads > free:
-        print(f"warning: {free} of the CPUs are free and --threads asks for {threads}: every op waits for "
+    if device.type == "cpu" and args.threads and args.threads > (free := free_cpus()):
+        print(f"warning: {free} of the CPUs are free and --threads asks for {args.threads}: every op waits for "
               "its slowest thread, so training can slow many times over; measure on a quiet machine.")
 
     # -- training: a time budget, lr scheduled on the elapsed fraction of it --------------

@@ -88,7 +88,8 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = True) -> int
 def _cpu_times(cpus: set[int]) -> tuple[int, int] | None:
     """(idle, total) clock ticks of ``cpus`` so far, from ``/proc/stat``; ``None`` where there is none."""
     try:
-        lines = open("/proc/stat").read().splitlines()
+        with open("/proc/stat") as stat:
+            lines = stat.read().splitlines()
     except OSError:
         return None
     idle = total = 0
