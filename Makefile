@@ -2,6 +2,7 @@
 #   make book   install, fetch data, build the HTML book (warnings are errors), check every page
 #   make test   install, run every test
 # Instructors: make release, make grade [SUBMISSIONS=folder], make report [STATE=folder], make grader-check.
+# Maintainers: make checkpoints [NAMES=...] [DEVICE=cuda] rebuilds the trained models the book loads.
 # Cleanup: make clean.
 
 PYTHON ?= python3
@@ -15,7 +16,7 @@ STATE  ?= .
 TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null && \
 	echo https://download.pytorch.org/whl/cpu)
 
-.PHONY: install data book book-instructor test release grade report grader-check clean
+.PHONY: install data book book-instructor test checkpoints release grade report grader-check clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +56,14 @@ book-instructor: data
 
 test: install
 	$(PY) -m pytest
+
+# Rebuild the trained models the book loads (src/attnbook/pretrained/files): CPU-hours here, minutes on a
+# GPU (make checkpoints DEVICE=cuda); one at a time with NAMES="vit-mnist". Commit the files it writes.
+NAMES  ?= all
+DEVICE ?= cpu
+checkpoints: data
+	nice -n 10 $(PY) -m attnbook.pretrained build $(NAMES) --device $(DEVICE)
+	$(PY) -m attnbook.pretrained verify
 
 release: install
 	$(PY) autograder/course.py release

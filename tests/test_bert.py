@@ -165,6 +165,18 @@ def test_sequence_classifier_reads_the_pooled_cls() -> None:
         BertForSequenceClassification(tiny(), num_labels=0)
 
 
+def test_mean_pooling_averages_the_real_tokens_only() -> None:
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(tiny(), num_labels=2, pooling="mean").eval()
+    ids, seg, mask = batch()
+    seq = model.bert(ids, seg, mask)[0]  # (B, T, C)
+    expected = torch.stack([seq[b, mask[b].bool()].mean(0) for b in range(len(ids))])  # padding left out
+    torch.testing.assert_close(model(ids, seg, mask), model.classifier(expected))
+    torch.testing.assert_close(model(ids, seg), model.classifier(model.bert(ids, seg)[0].mean(1)))  # no mask
+    with pytest.raises(ValueError, match="pooling must be 'cls' or 'mean'"):
+        BertForSequenceClassification(tiny(), pooling="max")
+
+
 def test_clear_errors_for_bad_ids_masks_and_segments() -> None:
     model = BertModel(tiny())
     ids, seg, mask = batch()

