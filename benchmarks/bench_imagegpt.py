@@ -52,8 +52,8 @@ from pathlib import Path
 import torch
 
 from attnbook.data import load_digits, make_coloured_digits, split_indices
-from attnbook.imagegpt import (ImageGPT, ImageGPTConfig, evaluate_bits_per_dim, grey_levels,
-                               next_pixel_loss, quantize_9bit, to_sequence)
+from attnbook.imagegpt import (ImageGPT, ImageGPTConfig, evaluate_bits_per_dim, grey_levels, histogram_bits,
+                               next_pixel_loss, quantize_9bit)
 from attnbook.runtime import autocast, get_device, seed_everything
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -70,14 +70,6 @@ def load_tokens(data: str) -> tuple[torch.Tensor, torch.Tensor, str]:
     coloured = make_coloured_digits(len(images), seed=0)
     order = torch.argsort(coloured.index)  # back to load_digits' order, so the split is the same
     return quantize_9bit(coloured.images[order]), labels, "colour-9bit"
-
-
-def histogram_bits(train: torch.Tensor, test: torch.Tensor, vocab_size: int) -> float:
-    """Bits/dim of independent pixels with per-position histograms (add-one counts)."""
-    flat, test_flat = to_sequence(train), to_sequence(test)  # (N, T), (M, T)
-    counts = torch.stack([torch.bincount(flat[:, t], minlength=vocab_size) for t in range(flat.shape[1])])
-    probs = (counts.double() + 1) / (counts.double() + 1).sum(dim=1, keepdim=True)  # (T, V)
-    return float(-probs[torch.arange(flat.shape[1]), test_flat].log2().mean())
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

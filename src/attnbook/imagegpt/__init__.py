@@ -4,7 +4,9 @@ Small to large: colour palettes (:mod:`~attnbook.imagegpt.palette`), raster
 order (:mod:`~attnbook.imagegpt.sequence`), the model and bits per dimension
 (:mod:`~attnbook.imagegpt.model`), sampling and completion
 (:mod:`~attnbook.imagegpt.sampling`), PixelCNN's masked convolutions
-(:mod:`~attnbook.imagegpt.pixelcnn`) and linear probes
+(:mod:`~attnbook.imagegpt.pixelcnn`), masked-pixel (BERT-style) training
+(:mod:`~attnbook.imagegpt.masked`), baselines that ignore the other pixels
+(:mod:`~attnbook.imagegpt.baselines`) and linear probes
 (:mod:`~attnbook.imagegpt.probe`).
 
 >>> import torch
@@ -16,6 +18,8 @@ torch.Size([1, 4])
 
 
 
+from .baselines import fill_rows, histogram_bits, ink_iou, ink_mask, position_histogram, position_mode, shape_agreement
+from .masked import BidirectionalSelfAttention, MaskedPixelModel, mask_pixels, masked_pixel_bits, masked_pixel_loss
 from .model import IMAGEGPT_PRESETS, ImageGPT, ImageGPTConfig, bits_per_dim
 from .palette import (
     dequantize_9bit,
@@ -63,4 +67,16 @@ __all__ = [
     "layer_features",
     "linear_probe",
     "ridge_probe",
+    "BidirectionalSelfAttention",
+    "MaskedPixelModel",
+    "mask_pixels",
+    "masked_pixel_loss",
+    "masked_pixel_bits",
+    "position_histogram",
+    "histogram_bits",
+    "position_mode",
+    "fill_rows",
+    "ink_mask",
+    "shape_agreement",
+    "ink_iou",
 ]

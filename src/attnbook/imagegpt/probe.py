@@ -18,18 +18,20 @@ import torch.nn.functional as F
 
 from attnbook._checks import int_in_range, positive_int, token_ids
 
+from .masked import MaskedPixelModel
 from .model import ImageGPT
 
 __all__ = ["layer_features", "linear_probe", "ridge_probe"]
 
 
 @torch.no_grad()
-def layer_features(model: ImageGPT, seq: torch.Tensor, layer: int, *, batch_size: int = 256) -> torch.Tensor:
+def layer_features(model: ImageGPT | MaskedPixelModel, seq: torch.Tensor, layer: int, *, batch_size: int = 256) -> torch.Tensor:
     """Mean over positions of the residual stream after block ``layer``: features (B, C).
 
     ``layer = 0`` is the input (token + position embeddings), ``layer = n_layer``
     the last block's output (before the final LayerNorm). ``seq`` (B, H*W) holds
-    whole images in raster order. Runs in eval mode without gradients, in
+    whole images in raster order. A :class:`MaskedPixelModel` reads them with
+    no pixel masked. Runs in eval mode without gradients, in
     batches, and returns float32 features on the CPU.
 
     >>> from attnbook.imagegpt import ImageGPTConfig
@@ -37,8 +39,8 @@ def layer_features(model: ImageGPT, seq: torch.Tensor, layer: int, *, batch_size
     >>> layer_features(model, torch.randint(8, (5, 64)), layer=2).shape
     torch.Size([5, 64])
     """
-    if not isinstance(model, ImageGPT):
-        raise TypeError(f"model must be an ImageGPT, got {type(model).__name__}")
+    if not isinstance(model, (ImageGPT, MaskedPixelModel)):
+        raise TypeError(f"model must be an ImageGPT or a MaskedPixelModel, got {type(model).__name__}")
     n_layer = model.config.n_layer
     int_in_range("layer", layer, 0, n_layer, " (0 .. n_layer)")
     positive_int("batch_size", batch_size)
