@@ -38,6 +38,10 @@ pages plot these files.
   move it. The rollout rows add the share of the class token's mass that
   comes from the registers' inputs (left out of the share on ink, like the
   class token's own).
+* ``positions``: the recipe of the ``vit-mnist`` checkpoint (:mod:`attnbook.pretrained.vit_mnist`:
+  4x4 patches, a 7x7 grid, shifts of +-3, 4,000 batches of 128) with weight decay 0, 0.05 and 0.5 on
+  the position embeddings: test accuracy, the positions' same-row-or-column contrast (target >= 0.25)
+  and rollout on ink, every 1/6 of the run.
 * ``mae``: an MAE (patch 2, 75 % masked) pre-trained on the digits' training
   images (pixels standardised); masked-patch MSE against predicting the mean
   patch; a logistic-regression probe on its features against a random encoder;
@@ -328,6 +332,22 @@ def part_registers(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)) -> N
             mnist_vit_run(rows, "registers", seed, steps=2400, name=name, reg_tokens=reg_tokens)
 
 
+def part_positions(rows: Rows, pos_weight_decays: tuple[float, ...] = (0.0, 0.05, 0.5), steps: int = 4000) -> None:
+    """The ``vit-mnist`` recipe with each weight decay on the positions: does the grid show sooner?"""
+    from attnbook.pretrained import Settings
+    from attnbook.pretrained import vit_mnist
+
+    for pos_wd in pos_weight_decays:
+        clock = Clock()
+        trained = vit_mnist.train(Settings(device=DEVICE), steps=steps, pos_weight_decay=pos_wd)
+        seconds = clock.fields()
+        for record in trained.notes["trajectory"]:
+            for metric in ("test_accuracy", "pos_contrast", "rollout_ink_ratio"):
+                rows.add(dict(part="positions", model=f"vit-p4-poswd{pos_wd:g}-step{record['step']}",
+                              data_fraction=1.0, max_shift=trained.notes["training"]["max_shift"], steps=steps,
+                              **seconds, metric=metric, value=record[metric]))
+
+
 def part_sweep(rows: Rows) -> None:
     """The data sweep's smaller shares (the 100 % runs are in ``mnist``)."""
     part_mnist(rows, runs=((0.3, 2), (0.1, 2)))
@@ -335,7 +355,7 @@ def part_sweep(rows: Rows) -> None:
 
 PARTS = {"digits": part_digits, "mnist": part_mnist, "sweep": part_sweep, "patch4": part_patch4, "seeds": part_seeds,
          "longer": part_longer, "recipe": part_recipe, "init": part_init, "registers": part_registers,
-         "mae": part_mae, "detr": part_detr}
+         "positions": part_positions, "mae": part_mae, "detr": part_detr}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,7 +21,8 @@ import torch
 
 from attnbook.vit.model import ViT
 
-__all__ = ["attention_maps", "attention_rollout", "class_token_share"]
+__all__ = ["attention_maps", "attention_rollout", "class_token_share", "position_similarity",
+           "row_column_contrast", "upsample_map"]
 
 _FUSIONS = ("mean", "max", "min")
 
@@ -113,3 +114,57 @@ def class_token_share(rollout: torch.Tensor, selected: torch.Tensor) -> torch.Te
         )
     mass = rollout[:, 0, T - selected.shape[1]:]  # (B, N): the class token's row, patches only
     return (mass * selected).sum(-1) / mass.sum(-1)
+
+
+def position_similarity(model: ViT) -> torch.Tensor:
+    """Cosine similarity of the patches' learned positions on the grid: (g, g, g, g), g = img_size / P.
+
+    Entry ``[r, c, r2, c2]`` compares the position of the patch at row ``r``, column ``c`` with
+    that at ``(r2, c2)``; the class token's and the registers' positions are left out. Figure 7
+    (centre) of the ViT paper draws ``[r, c]`` as one small panel per patch.
+
+    >>> from attnbook.vit import ViTConfig
+    >>> sim = position_similarity(ViT(ViTConfig.preset("cpu-digits", patch_size=2)))
+    >>> sim.shape, round(sim[1, 2, 1, 2].item(), 4)
+    (torch.Size([4, 4, 4, 4]), 1.0)
+    """
+    g, k = model.config.img_size // model.config.patch_size, model.config.num_prefix_tokens
+    pos = model.pos_embed[0, k:].detach()  # (N, D): patches only
+    pos = pos / pos.norm(dim=-1, keepdim=True)
+    return (pos @ pos.T).view(g, g, g, g)  # (N, N) -> (row, col) x (row, col)
+
+
+def row_column_contrast(similarity: torch.Tensor) -> tuple[float, float]:
+    """Mean similarity of pairs in the same row or column, and of all other pairs (self-pairs left out).
+
+    ``similarity`` is (g, g, g, g), as from :func:`position_similarity`. Their difference says how
+    much of the image's 2-D grid the 1-D positions learned: 0 for random vectors.
+
+    >>> rows = torch.eye(2).repeat_interleave(2, 0)         # (4, 2): one vector per grid row
+    >>> sim = (rows @ rows.T).view(2, 2, 2, 2)              # alike along a row, orthogonal across
+    >>> row_column_contrast(sim)                            # two pairs share a row, two a column
+    (0.5, 0.0)
+    """
+    g = similarity.shape[0]
+    flat = similarity.reshape(g * g, g * g)
+    idx = torch.arange(g * g)
+    r, c = idx // g, idx % g
+    same = (r[:, None] == r[None, :]) | (c[:, None] == c[None, :])  # (N, N)
+    others = ~torch.eye(g * g, dtype=torch.bool)
+    return flat[same & others].mean().item(), flat[~same].mean().item()
+
+
+def upsample_map(grid_map: torch.Tensor, img_size: int) -> torch.Tensor:
+    """A (..., g, g) map on the patch grid blown up to (..., img_size, img_size) pixels, bilinearly,
+    scaled to 0..1 per map: ready to lay over the image with some transparency.
+
+    >>> upsample_map(torch.tensor([[0.0, 1.0], [1.0, 2.0]]), 4).shape
+    torch.Size([4, 4])
+    """
+    lead = grid_map.shape[:-2]
+    m = grid_map.reshape(-1, 1, *grid_map.shape[-2:]).float()  # (M, 1, g, g)
+    m = torch.nn.functional.interpolate(m, size=(img_size, img_size), mode="bilinear", align_corners=False)
+    lo = m.amin(dim=(-2, -1), keepdim=True)
+    hi = m.amax(dim=(-2, -1), keepdim=True)
+    m = (m - lo) / (hi - lo).clamp_min(1e-12)  # (M, 1, img_size, img_size) in 0..1
+    return m.reshape(*lead, img_size, img_size)
