@@ -24,10 +24,12 @@ __all__ = ["build", "machine", "commit"]
 
 
 def machine(device: torch.device) -> str:
-    """``x86_64, 2 CPUs, torch 2.13.0+cpu, cpu`` or the same ending with the GPU's name."""
+    """``x86_64, 2 CPUs, 1 thread, torch 2.13.0+cpu, cpu``, or the same ending with the GPU's name."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
-    return f"{platform.machine()}, {cpus} CPUs, {torch.get_num_threads()} threads, torch {torch.__version__}, {where}"
+    threads = torch.get_num_threads()
+    return (f"{platform.machine()}, {cpus} CPUs, {threads} thread{'s' * (threads != 1)}, "
+            f"torch {torch.__version__}, {where}")
 
 
 def commit() -> str:
