@@ -90,8 +90,8 @@ def probe_accuracy(model: BertForPreTraining, vocab: WordVocab, labels: int = 25
 
     data = data or genre_speeches()
     feats = {}
-    for part in ("train", "val", "test"):
-        texts, y = data[part]
+    for part, keep in (("train", labels), ("val", None), ("test", None)):
+        texts, y = data[part][0][:keep], data[part][1][:keep]  # only the labelled speeches of train
         feats[part] = (mean_pooled(model, encode_sentences(texts, vocab, CLS_LEN)).numpy(), y.numpy())
     (xtr, ytr), (xva, yva), (xte, yte) = feats["train"], feats["val"], feats["test"]
     fits = [LogisticRegression(C=c, max_iter=3000).fit(xtr[:labels], ytr[:labels]) for c in (0.01, 0.1, 1, 10, 100)]
