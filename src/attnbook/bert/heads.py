@@ -30,7 +30,7 @@ from attnbook._checks import positive_int
 from .config import BertConfig
 from .model import BertModel, _check_config, init_bert_weights
 
-__all__ = ["BertLMPredictionHead", "BertForPreTraining", "BertForSequenceClassification"]
+__all__ = ["BertLMPredictionHead", "BertForPreTraining", "BertForSequenceClassification", "mean_pool"]
 
 
 class BertLMPredictionHead(nn.Module):
@@ -95,6 +95,16 @@ class BertForPreTraining(nn.Module):
         return self.cls.predictions(seq), self.cls.seq_relationship(pooled)  # (B, T, V), (B, 2)
 
 
+def mean_pool(seq: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The average of each row's final vectors over its real tokens: (B, T, C), (B, T) -> (B, C).
+
+    >>> mean_pool(torch.tensor([[[1.0], [3.0], [9.0]]]), torch.tensor([[1, 1, 0]]))
+    tensor([[2.]])
+    """
+    keep = attention_mask.unsqueeze(-1).to(seq.dtype)  # (B, T, 1)
+    return (seq * keep).sum(1) / keep.sum(1).clamp(min=1)
+
+
 class BertForSequenceClassification(nn.Module):
     """A sentence classifier: ``forward(...) -> logits (B, num_labels)``.
 
@@ -129,6 +139,5 @@ class BertForSequenceClassification(nn.Module):
     ) -> torch.Tensor:
         seq, pooled = self.bert(input_ids, token_type_ids, attention_mask)  # (B, T, C), (B, C)
         if self.pooling == "mean":
-            keep = (torch.ones_like(input_ids) if attention_mask is None else attention_mask).unsqueeze(-1).to(seq.dtype)
-            pooled = (seq * keep).sum(1) / keep.sum(1).clamp(min=1)  # (B, C)
+            pooled = mean_pool(seq, torch.ones_like(input_ids) if attention_mask is None else attention_mask)
         return self.classifier(self.dropout(pooled))  # (B, num_labels)

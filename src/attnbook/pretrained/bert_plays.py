@@ -26,6 +26,7 @@ import random
 import torch
 
 from attnbook.bert import BertConfig, BertForPreTraining
+from attnbook.bert.heads import mean_pool
 from attnbook.bert.training import (PAD, WordVocab, encode_sentences, mlm_batch, pack_sentences, pretrain,
                                     pretraining_metrics, shakespeare_speeches, unigram_mlm_loss)
 from attnbook.data import load_plays
@@ -77,9 +78,8 @@ def mean_pooled(model: BertForPreTraining, ids: torch.Tensor, chunk: int = 512) 
     out = []
     for start in range(0, len(ids), chunk):
         x = ids[start:start + chunk].to(device)  # (b, T)
-        keep = (x != PAD).unsqueeze(-1).float()  # (b, T, 1)
         seq, _ = model.bert(x, torch.zeros_like(x), x != PAD)  # (b, T, C)
-        out.append(((seq * keep).sum(1) / keep.sum(1)).cpu())
+        out.append(mean_pool(seq, x != PAD).cpu())
     return torch.cat(out)
 
 
