@@ -2,7 +2,8 @@
 #   make book   install, fetch data, build the HTML book (warnings are errors), check every page
 #   make test   install, run every test
 # Instructors: make release, make grade [SUBMISSIONS=folder], make report [STATE=folder], make grader-check.
-# Maintainers: make checkpoints [NAMES=...] [DEVICE=cuda] rebuilds the trained models the book loads.
+# Maintainers: make lint runs Ruff on every .py file (rules in pyproject.toml; CI runs it before make test);
+#   make checkpoints [NAMES=...] [DEVICE=cuda] rebuilds the trained models the book loads.
 # Cleanup: make clean.
 
 PYTHON ?= python3
@@ -16,7 +17,7 @@ STATE  ?= .
 TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null && \
 	echo https://download.pytorch.org/whl/cpu)
 
-.PHONY: install data book book-instructor test checkpoints release grade report grader-check clean
+.PHONY: install data book book-instructor test lint checkpoints release grade report grader-check clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +57,10 @@ book-instructor: data
 
 test: install
 	$(PY) -m pytest
+
+# Ruff: pyflakes, pycodestyle, bugbear, pyupgrade and isort rules ([tool.ruff] in pyproject.toml).
+lint: install
+	$(PY) -m ruff check .
 
 # Rebuild the trained models the book loads (src/attnbook/pretrained/files): CPU-hours here, minutes on a
 # GPU (make checkpoints DEVICE=cuda); one at a time with NAMES="vit-mnist". Commit the files it writes.

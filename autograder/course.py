@@ -202,7 +202,7 @@ def _read_submission(path: Path):
         return None, f"not graded: notebook of {path.stat().st_size / 2**20:.0f} MiB (at most {MAX_NOTEBOOK >> 20})"
     try:
         nb = nbformat.reads(path.read_text(errors="replace"), as_version=4)
-    except Exception:  # noqa: BLE001 - any malformed file
+    except Exception:  # any malformed file
         return None, "not graded: notebook is not valid JSON"
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list) or not all(
@@ -244,7 +244,7 @@ def _grade_one(job: tuple[str, str, str]) -> dict:
         result["status"] = "; ".join(statuses) or "ok"
         if log:
             result["log"] = "\n".join(log)
-    except Exception as err:  # noqa: BLE001 - this submission's failure, not the class's
+    except Exception as err:  # this submission's failure, not the class's
         _grading_error(result, step, err)
     return _complete(result)
 
@@ -335,7 +335,7 @@ def _record(db_url: str, results: list[dict]) -> None:
                     grade = gb.find_grade(gid, Path(NOTEBOOK).stem, assignment, student)
                     grade.auto_score, grade.manual_score = part["score"], None
                 gb.db.commit()
-            except Exception as err:  # noqa: BLE001 - this submission's row only
+            except Exception as err:  # this submission's row only
                 gb.db.rollback()
                 _grading_error(result, "recording the grades", err)
 
@@ -378,7 +378,7 @@ def _judge_all(jobs_list: list, jobs: int, graded: list[str], nbgrader: Nbgrader
     def generate() -> None:
         try:
             nbgrader.generate_each(graded)
-        except Exception as err:  # noqa: BLE001 - raised again below, in the main thread
+        except Exception as err:  # raised again below, in the main thread
             failed.append(err)
 
     generating = threading.Thread(target=generate)
@@ -389,7 +389,8 @@ def _judge_all(jobs_list: list, jobs: int, graded: list[str], nbgrader: Nbgrader
     generating.join()
     if failed:  # the grader itself is broken: no grades.csv
         raise failed[0]
-    return [out if isinstance(out, dict) else _judge_failed(job, out) for job, out in zip(jobs_list, outcomes)]
+    return [out if isinstance(out, dict) else _judge_failed(job, out)
+            for job, out in zip(jobs_list, outcomes, strict=True)]
 
 
 def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False) -> int:
@@ -429,7 +430,7 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     for result in results:
         try:
             _write_results(result, nbgrader)
-        except Exception as err:  # noqa: BLE001 - this submission's files only
+        except Exception as err:  # this submission's files only
             _grading_error(result, "writing the results", err)
     # One nbgrader process writes every feedback page: autograded/ holds exactly the graded submissions.
     done = nbgrader("generate_feedback", "*", "--force", check=False)
@@ -461,7 +462,8 @@ def write_csv(results: list[dict], out: Path) -> None:
         rows.append(row)
         print(f"{row['student']:>20} {row['assignment']}: {row['score']:g}/{row['max_score']:g}  {row['status']}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    fields = ["student", "assignment", *[c for cells in columns.values() for c in cells], "score", "max_score", "status"]
+    graded = [gid for cells in columns.values() for gid in cells]
+    fields = ["student", "assignment", *graded, "score", "max_score", "status"]
     tmp = out.with_suffix(".tmp")
     with open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields, restval="")

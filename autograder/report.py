@@ -24,8 +24,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 (after choosing the backend)
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt  # after choosing the backend
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 TOP = 5  # mistakes shown per part

@@ -74,7 +74,8 @@ def main() -> None:
     B, nh, hs = args.batch_size, args.heads, args.head_size
     print(f"device {device} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} thread(s)), "
           f"torch {torch.__version__}, q/k/v (B={B}, nh={nh}, T, hs={hs}) float32, forward under no_grad")
-    print(f"memory: {'torch.cuda.max_memory_allocated' if device.type == 'cuda' else 'PeakTensorMemory (live ATen tensors)'}")
+    meter = "torch.cuda.max_memory_allocated" if device.type == "cuda" else "PeakTensorMemory (live ATen tensors)"
+    print(f"memory: {meter}")
     header = (f"{'T':>5} | {'explicit ms':>11} {'fused ms':>9} {'time x':>7} | "
               f"{'explicit MiB':>12} {'fused MiB':>10} {'memory x':>9} | {'T²-matrix MiB':>13}")
     print(header)

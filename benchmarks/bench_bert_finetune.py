@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     steps = steps * len(sizes) if len(steps) == 1 else steps
     jobs = [dict(start=start, labels=n, steps=k, pooling=pool, lr=float(lr), seed=int(seed), data=data,
                  vocab=vocab.tokens, folder=args.folder)
-            for n, k in zip(sizes, steps) for start in ("pretrained", "scratch") for pool in args.poolings.split(",")
-            for lr in args.lrs.split(",") for seed in args.seeds.split(",")]
+            for n, k in zip(sizes, steps, strict=True) for start in ("pretrained", "scratch")
+            for pool in args.poolings.split(",") for lr in args.lrs.split(",") for seed in args.seeds.split(",")]
     out = open(args.out, "w", newline="")
     cpu = platform.processor() or platform.machine()
     out.write(f"# {' '.join(['python', *sys.argv])} | {cpu}, {os.cpu_count()} cores, 1 thread a run, "

@@ -78,9 +78,20 @@ from concurrent.futures import ProcessPoolExecutor
 import torch
 
 from attnbook.bert import BertConfig, BertForPreTraining, BertForSequenceClassification
-from attnbook.bert.training import (FINETUNE_RECIPE, WordVocab, bow_baseline, classifier_from_pretrained, encode_sentences,
-                                    finetune, mlm_batch, pack_sentences, pretraining_loss,
-                                    pretraining_metrics, shakespeare_speeches, unigram_mlm_loss)
+from attnbook.bert.training import (
+    FINETUNE_RECIPE,
+    WordVocab,
+    bow_baseline,
+    classifier_from_pretrained,
+    encode_sentences,
+    finetune,
+    mlm_batch,
+    pack_sentences,
+    pretraining_loss,
+    pretraining_metrics,
+    shakespeare_speeches,
+    unigram_mlm_loss,
+)
 from attnbook.data import load_movie_reviews, load_shakespeare, split
 from attnbook.train import lr_factor
 
@@ -116,7 +127,7 @@ def _one_thread() -> None:
 def finetune_runs(config: BertConfig, state: dict | None, data: dict, job: dict) -> list[dict]:
     """Every (labels, lr) fine-tuning run from one start (``state`` None: random); CSV rows."""
     rows = []
-    for n, steps in zip(job["sizes"], job["steps"]):
+    for n, steps in zip(job["sizes"], job["steps"], strict=True):
         runs = []
         for lr in job["lrs"]:
             torch.manual_seed(job["seed"])

@@ -68,7 +68,7 @@ def hf_blocks(text: str, size: int = 1 << 16) -> list[str]:
         if m.start() - cuts[-1] >= size:
             cuts.append(m.start())
     cuts.append(len(text))
-    return [text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+    return [text[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 def train_hf(blocks: list[str], vocab_size: int):
@@ -150,7 +150,7 @@ def main() -> int:
     widths = [max(len(r[k]) for r in [head, *ROWS]) for k in range(len(head))]
     print()
     for r in [head, tuple("-" * w for w in widths), *ROWS]:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     return 0 if all(r[-1] == "ok" for r in ROWS) else 1
 
 

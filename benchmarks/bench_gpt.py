@@ -52,9 +52,8 @@ import torch
 from attnbook.data import load_shakespeare
 from attnbook.gpt import GPT, GPTConfig, random_batch, stream_loss
 from attnbook.runtime import autocast, free_cpus, get_device, seed_everything, set_threads
-from attnbook.train import lr_factor
-
 from attnbook.tokenizers import CharTokenizer
+from attnbook.train import lr_factor
 
 # What each device trains by default; every field can be overridden on the command line.
 RECIPES: dict[str, dict[str, object]] = {
@@ -178,7 +177,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             break
         progress = int(1000 * elapsed / args.seconds)  # 0 .. 999
         factor = lr_factor(progress, steps=1000, warmup_steps=warmup, schedule="cosine")
-        for group, base in zip(optimizer.param_groups, base_lrs):
+        for group, base in zip(optimizer.param_groups, base_lrs, strict=True):
             group["lr"] = base * factor
         x, y = random_batch(train_ids, B, T, generator=gen, device=device)
         with autocast(device):
@@ -195,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             last_print = elapsed
     sync(device)
     train_seconds = time.perf_counter() - start
-    for group, base in zip(optimizer.param_groups, base_lrs):
+    for group, base in zip(optimizer.param_groups, base_lrs, strict=True):
         group["lr"] = base
 
     # -- evaluation (after the clock) -----------------------------------------------------

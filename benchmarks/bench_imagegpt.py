@@ -52,12 +52,19 @@ from pathlib import Path
 import torch
 
 from attnbook.data import load_digits, make_coloured_digits, split_indices
-from attnbook.imagegpt import (ImageGPT, ImageGPTConfig, evaluate_bits_per_dim, grey_levels, histogram_bits,
-                               next_pixel_loss, quantize_9bit)
+from attnbook.imagegpt import (
+    ImageGPT,
+    ImageGPTConfig,
+    evaluate_bits_per_dim,
+    grey_levels,
+    histogram_bits,
+    next_pixel_loss,
+    quantize_9bit,
+)
 from attnbook.runtime import autocast, get_device, seed_everything
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_gpt import matmul_peak, sync  # noqa: E402  (the same peak as chapter 4's benchmark)
+from bench_gpt import matmul_peak, sync  # the same peak as chapter 4's benchmark
 
 RESULTS = Path(__file__).parent / "results"
 

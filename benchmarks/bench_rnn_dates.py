@@ -98,7 +98,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def by_length(hits: torch.Tensor, lengths: torch.Tensor, edges: list[int]) -> dict[str, tuple[float, int]]:
-    """'lo-hi' (inclusive) -> (accuracy, pairs) for the non-empty buckets of :func:`attnbook.seq2seq.accuracy_by_length`."""
+    """'lo-hi' (inclusive) -> (accuracy, pairs) for the non-empty buckets of
+    :func:`attnbook.seq2seq.accuracy_by_length`."""
     return {f"{b.lo}-{b.hi - 1}" if b.hi < 999 else f"{b.lo}+": (b.accuracy, b.count)
             for b in accuracy_by_length(hits, lengths, edges) if b.count}
 
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['model']:>9}: {100 * final['accuracy']:.2f}% after {final['seconds']:.1f} s ({final['step']} steps)")
     by_kind = {r["model"]: r for r in results}
     if "additive" in by_kind and "none" in by_kind:
-        for a_row, n_row in zip(by_kind["additive"]["checkpoints"], by_kind["none"]["checkpoints"]):
+        for a_row, n_row in zip(by_kind["additive"]["checkpoints"], by_kind["none"]["checkpoints"], strict=False):
             gaps = {b: 100 * (a_row["by_length"][b][0] - n_row["by_length"][b][0])
                     for b in a_row["by_length"] if b in n_row["by_length"]}
             print(f"gap attention - none after ~{a_row['seconds']:.0f}/{n_row['seconds']:.0f} s: "

@@ -7,8 +7,9 @@
    it, a fresh process that has imported what a judge imports reads it from a
    pipe with the judge's own code (:func:`_wire.receive`, then
    :func:`_wire.decode` of its value) and reports how far its peak resident
-   memory rose above what it held before (``VmHWM``, reset first). JSON turns into Python objects many times its size (a dict
-   is 184 bytes), so the shapes are the worst ones the frame's rules admit.
+   memory rose above what it held before (``VmHWM``, reset first). JSON turns
+   into Python objects many times its size (a dict is 184 bytes), so the
+   shapes are the worst ones the frame's rules admit.
 2. **The sandbox, from inside.** A probe started exactly as a worker is (the
    same bubblewrap command, limits and cgroup) forks until refused, fills
    ``/tmp`` and ``/dev/shm`` until refused, and tries to write to ``/`` and
@@ -153,7 +154,7 @@ def sandbox_caps() -> list[dict]:
         proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, text=True, start_new_session=True,
                                 preexec_fn=functools.partial(sandbox.apply_limits, group))
         line = proc.stdout.readline()  # one line: the probe's sleeping children hold the pipe open
-        found = eval(line or "{}")  # noqa: S307 - our own probe's dict of numbers
+        found = eval(line or "{}")  # our own probe's dict of numbers
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         peak = group.peak() if group else {}

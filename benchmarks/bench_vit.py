@@ -334,8 +334,7 @@ def part_registers(rows: Rows, seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)) -> N
 
 def part_positions(rows: Rows, pos_weight_decays: tuple[float, ...] = (0.0, 0.05, 0.5), steps: int = 4000) -> None:
     """The ``vit-mnist`` recipe with each weight decay on the positions: does the grid show sooner?"""
-    from attnbook.pretrained import Settings
-    from attnbook.pretrained import vit_mnist
+    from attnbook.pretrained import Settings, vit_mnist
 
     for pos_wd in pos_weight_decays:
         clock = Clock()

@@ -76,7 +76,8 @@ def test_worked_example():
 
 def test_is_causal_matches_causal_mask():
     q, k, v = qkv((2,), 6, 6, 8, 4)
-    torch.testing.assert_close(fused_attention(q, k, v, is_causal=True), scaled_dot_product_attention(q, k, v, causal_mask(6))[0])
+    torch.testing.assert_close(fused_attention(q, k, v, is_causal=True),
+                               scaled_dot_product_attention(q, k, v, causal_mask(6))[0])
 
 
 def test_fully_masked_row_gives_zeros_like_torch():
@@ -155,4 +156,5 @@ def test_cuda_matches_cpu():
     dev = torch.device("cuda")
     gpu, _ = scaled_dot_product_attention(q.to(dev), k.to(dev), v.to(dev), mask.to(dev))
     torch.testing.assert_close(gpu.cpu(), cpu, atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(fused_attention(q.to(dev), k.to(dev), v.to(dev), mask.to(dev)).cpu(), cpu, atol=1e-5, rtol=1e-4)
+    fused = fused_attention(q.to(dev), k.to(dev), v.to(dev), mask.to(dev))
+    torch.testing.assert_close(fused.cpu(), cpu, atol=1e-5, rtol=1e-4)

@@ -1,7 +1,8 @@
 """The grading pipeline end to end: release, the sandboxed judge, feedback, grades.csv.
 
 The whole catalogue (autograder/fixtures/answers/: right, wrong and hostile
-students; the attacks on the class's run itself are tests/test_containment.py's) is graded with the instructor's own command, in parallel, and its
+students; the attacks on the class's run itself are tests/test_containment.py's)
+is graded with the instructor's own command, in parallel, and its
 grades are checked against the catalogue; the hostile students must be
 contained: 0 on the part they attack, everyone else graded as if they were not
 there, no submission lost or changed, nothing secret in any feedback.

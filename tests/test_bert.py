@@ -214,7 +214,8 @@ def test_mask_tokens_statistics_over_many_tokens() -> None:
     vocab = 100  # ~60 random replacements per ordinary id: enough to see uniformity
     ids, seg, mask = batch(B=400, T=1000, seed=1)  # ids < V; spread them over the larger vocabulary
     ordinary = ~torch.isin(ids, torch.tensor(SPECIAL))
-    ids[ordinary] = torch.randint(len(SPECIAL), vocab, (int(ordinary.sum()),), generator=torch.Generator().manual_seed(2))
+    ids[ordinary] = torch.randint(len(SPECIAL), vocab, (int(ordinary.sum()),),
+                                  generator=torch.Generator().manual_seed(2))
     inputs, labels = mask_tokens(ids, [PAD, CLS, SEP, UNK], vocab, torch.Generator().manual_seed(3), mask_id=MASK)
     chosen = labels != IGNORE_INDEX
     assert ordinary.sum() > 100_000
@@ -290,7 +291,7 @@ def test_nsp_pairs_are_balanced_and_random_b_is_never_the_next_line() -> None:
         pairs = make_nsp_pairs(lines, torch.Generator().manual_seed(seed))
         assert [a for a, _, _ in pairs] == lines[:-1]
         assert sum(is_next for *_, is_next in pairs) == 20  # exactly half of the 40 pairs
-        for i, (a, b, is_next) in enumerate(pairs):
+        for i, (_, b, is_next) in enumerate(pairs):
             assert (b == lines[i + 1]) == is_next
             if not is_next:
                 counts[lines.index(b)] += 1
@@ -304,8 +305,8 @@ def test_nsp_pairs_are_balanced_and_random_b_is_never_the_next_line() -> None:
 
 def test_freeze_all_but_top_counts() -> None:
     cfg = tiny()
-    C, I = cfg.hidden_size, cfg.intermediate_size
-    per_layer = 4 * (C * C + C) + (C * I + I) + (I * C + C) + 2 * 2 * C  # attention, FFN, two LayerNorms
+    C, D = cfg.hidden_size, cfg.intermediate_size  # D: the FFN's inner width
+    per_layer = 4 * (C * C + C) + (C * D + D) + (D * C + C) + 2 * 2 * C  # attention, FFN, two LayerNorms
     pooler, head = C * C + C, C * 3 + 3
     model = BertForSequenceClassification(cfg, num_labels=3)
     for k in (2, 0, 1):  # in this order: freezing must not depend on earlier calls

@@ -131,7 +131,7 @@ def test_bert_model_attention_weights_match_transformers() -> None:
         seq, _, att = ours(ids, seg, mask, return_attentions=True)
         ref = theirs(input_ids=ids, token_type_ids=seg, attention_mask=mask, output_attentions=True)
     assert len(att) == len(ref.attentions) == CFG.num_hidden_layers
-    for a, r in zip(att, ref.attentions):
+    for a, r in zip(att, ref.attentions, strict=True):
         torch.testing.assert_close(a, r, **TOL)
     torch.testing.assert_close(seq, ref.last_hidden_state, **TOL)
 

@@ -6,13 +6,29 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnbook.bert import (BertConfig, BertForPreTraining, BertForSequenceClassification,
-                           freeze_all_but_top, mlm_loss)
-from attnbook.bert.training import (CLS, MASK, PAD, SEP, SPECIAL_TOKENS, WordVocab, pretraining_loss,
-                                    bow_baseline, classification_accuracy, classifier_from_pretrained,
-                                    encode_sentences, finetune, mlm_batch, nsp_rows, pack_sentences,
-                                    pretrain, pretraining_metrics, shakespeare_speeches, unigram_mlm_loss,
-                                    words)
+from attnbook.bert import BertConfig, BertForPreTraining, BertForSequenceClassification, freeze_all_but_top, mlm_loss
+from attnbook.bert.training import (
+    CLS,
+    MASK,
+    PAD,
+    SEP,
+    SPECIAL_TOKENS,
+    WordVocab,
+    bow_baseline,
+    classification_accuracy,
+    classifier_from_pretrained,
+    encode_sentences,
+    finetune,
+    mlm_batch,
+    nsp_rows,
+    pack_sentences,
+    pretrain,
+    pretraining_loss,
+    pretraining_metrics,
+    shakespeare_speeches,
+    unigram_mlm_loss,
+    words,
+)
 
 TINY = dict(hidden_size=32, num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -60,7 +76,7 @@ def test_nsp_rows_segments_and_balance():
     ids, types, label = rows["input_ids"], rows["token_type_ids"], rows["next_sentence_label"]
     assert ids.shape == (30 * 5, 12) and types.shape == ids.shape
     assert int(label.sum()) == 30 * 3  # make_nsp_pairs replaces floor(5 / 2) = 2 of 5 pairs in each speech
-    for row, seg, lab in zip(ids.tolist(), types.tolist(), label.tolist()):
+    for row, seg, lab in zip(ids.tolist(), types.tolist(), label.tolist(), strict=True):
         first_sep = row.index(SEP)
         a, b = row[1], row[first_sep + 1]
         assert seg[: first_sep + 1] == [0] * (first_sep + 1) and seg[first_sep + 1] == 1
@@ -147,7 +163,7 @@ def test_static_masking_repeats_the_same_masks(monkeypatch, static):
     seen = []
 
     def recording_loss(model, batch):
-        seen.extend(zip(batch["input_ids"].tolist(), batch["labels"].tolist()))
+        seen.extend(zip(batch["input_ids"].tolist(), batch["labels"].tolist(), strict=True))
         return training.pretraining_loss.__wrapped__(model, batch)
 
     recording_loss.__wrapped__ = training.pretraining_loss

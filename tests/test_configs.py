@@ -54,7 +54,7 @@ def test_unknown_preset_lists_the_known_ones(cls, name, needed, bad):
 
 
 @pytest.mark.parametrize("cls, name, needed, bad", [c for c in CONFIGS if c[2]],
-                         ids=[i for i, c in zip(IDS, CONFIGS) if c[2]])
+                         ids=[i for i, c in zip(IDS, CONFIGS, strict=True) if c[2]])
 def test_a_preset_missing_a_required_field_names_it(cls, name, needed, bad):
     first, *rest = needed
     with pytest.raises(ValueError, match=f"preset '{name}' needs {first}=..."):

@@ -15,7 +15,7 @@ def _pixel_box(box, size):
 def test_same_seed_same_scenes_and_different_seed_differs():
     a, b, c = make_square_scenes(5, seed=3), make_square_scenes(5, seed=3), make_square_scenes(5, seed=4)
     assert torch.equal(a.images, b.images)
-    assert all(torch.equal(x, y) for x, y in zip(a.boxes, b.boxes))
+    assert all(torch.equal(x, y) for x, y in zip(a.boxes, b.boxes, strict=True))
     assert not torch.equal(a.images, c.images)
 
 
@@ -23,10 +23,10 @@ def test_boxes_cover_squares_of_their_colour():
     size = 32
     scenes = make_square_scenes(40, seed=0, img_size=size, noise=0.0)
     counts = torch.zeros(len(SQUARE_COLOURS))
-    for image, boxes, labels in zip(scenes.images, scenes.boxes, scenes.labels):
+    for image, boxes, labels in zip(scenes.images, scenes.boxes, scenes.labels, strict=True):
         assert 1 <= len(boxes) <= 3 and boxes.shape == (len(labels), 4)
         ink = torch.zeros(size, size, dtype=torch.bool)
-        for box, label in zip(boxes, labels):
+        for box, label in zip(boxes, labels, strict=True):
             x0, y0, x1, y1 = _pixel_box(box, size)
             assert box[2] == box[3] and 5 <= x1 - x0 <= 12  # squares of the asked sides
             colour = torch.tensor(SQUARE_COLOURS[label][1])

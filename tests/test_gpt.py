@@ -111,7 +111,7 @@ def test_matches_torch_transformer_encoder_with_a_causal_mask() -> None:
     )
     ref = nn.TransformerEncoder(layer, num_layers=3, enable_nested_tensor=False).eval()
     with torch.no_grad():
-        for mine, theirs in zip(model.h, ref.layers):
+        for mine, theirs in zip(model.h, ref.layers, strict=True):
             theirs.self_attn.in_proj_weight.copy_(mine.attn.c_attn.weight)  # (3C, C): W^Q, W^K, W^V stacked
             theirs.self_attn.in_proj_bias.copy_(mine.attn.c_attn.bias)
             theirs.self_attn.out_proj.weight.copy_(mine.attn.c_proj.weight)
@@ -248,7 +248,7 @@ def test_next_token_probs_temperature_top_k_and_top_p() -> None:
         p = next_token_probs(logits, temperature=t)
         torch.testing.assert_close(p.sum(-1), torch.ones(5))
         entropies.append(-(p * p.clamp_min(1e-30).log()).sum(-1))
-    for lower, higher in zip(entropies, entropies[1:]):
+    for lower, higher in zip(entropies, entropies[1:], strict=False):
         assert (lower < higher).all()  # lower temperature concentrates the mass
     torch.testing.assert_close(next_token_probs(logits, 1.0), torch.softmax(logits, -1))
     torch.testing.assert_close(next_token_probs(logits, 1e-4), next_token_probs(logits, 0))

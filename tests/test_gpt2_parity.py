@@ -36,7 +36,7 @@ def build_pair(cfg: GPTConfig):
         )
     ).double().eval()
     with torch.no_grad():  # Hugging Face starts biases at 0 and LayerNorms at 1: perturb so the copy is tested
-        for name, p in theirs.named_parameters():
+        for p in theirs.parameters():
             if p.dim() == 1:
                 p.add_(0.1 * torch.randn_like(p))
     ours = GPT(cfg).double().eval()

@@ -57,7 +57,8 @@ def postgres_url():
         _run(*owner, bindir / "createdb", "-h", base, "-p", port, "-U", "postgres", "gradebook", cwd=base)
         yield f"postgresql+psycopg2://postgres@/gradebook?host={base}&port={port}"
     finally:
-        subprocess.run([*owner, bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True, cwd=base)
+        subprocess.run([*owner, bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop"],
+                       capture_output=True, cwd=base)
         shutil.rmtree(base, ignore_errors=True)
 
 

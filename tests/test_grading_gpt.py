@@ -144,7 +144,8 @@ def test_the_sampling_bound_is_loose_for_a_correct_sampler():
             logits = distinct.repeat_interleave(sampling.DRAWS, dim=0)
             ids = _SAMPLE_OK(logits, temperature, top_k, torch.Generator().manual_seed(1000 + seed))
             counts = F.one_hot(ids.view(rows, sampling.DRAWS), V).sum(1).double()
-            assert sampling.fits(counts, sampling.probs(distinct, temperature, top_k), sampling.DRAWS), (seed, case.group)
+            expected = sampling.probs(distinct, temperature, top_k)
+            assert sampling.fits(counts, expected, sampling.DRAWS), (seed, case.group)
 
 
 def test_the_sampling_bound_catches_each_mistake_by_a_wide_margin():

@@ -54,7 +54,7 @@ def test_the_same_case_gives_the_same_inputs():
     for part in PARTS:
         for case in part.visible + part.hidden:
             first, second = case.make(), case.make()
-            assert all(torch.equal(a, b) for a, b in zip(_tensors(first), _tensors(second))), case.group
+            assert all(torch.equal(a, b) for a, b in zip(_tensors(first), _tensors(second), strict=True)), case.group
 
 
 def test_strided_copies_keep_their_layout_when_cloned():

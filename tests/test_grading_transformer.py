@@ -52,7 +52,7 @@ def test_the_first_parts_keep_their_old_import_path():
 
 def test_student_warning_goes_to_stdout_not_stderr(capfd):
     def noisy(q, k, v, mask=None):
-        warnings.warn("deprecated thing", UserWarning)
+        warnings.warn("deprecated thing", UserWarning, stacklevel=1)
         print("debug print", file=sys.stderr)
         return attnbook.attention.fused_attention(q, k, v, mask), None
 

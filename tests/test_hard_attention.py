@@ -63,7 +63,10 @@ def test_a_generator_makes_draws_repeatable():
 
 def test_exact_gradient_matches_autograd():
     scores, values = _inputs(dtype=torch.float64)
-    f = lambda c: (c**2).sum(-1) + torch.sin(c).sum(-1)
+
+    def f(c):
+        return (c**2).sum(-1) + torch.sin(c).sum(-1)
+
     e = scores.clone().requires_grad_(True)
     losses = torch.stack([f(values[:, j]) for j in range(values.shape[1])], 1)  # (B, S)
     (torch.softmax(e, -1) * losses.masked_fill(torch.isinf(scores), 0.0)).sum().backward()
@@ -73,7 +76,10 @@ def test_exact_gradient_matches_autograd():
 @pytest.mark.parametrize("num_samples", [2, 5])
 def test_score_function_estimate_is_unbiased_and_ignores_constants(num_samples):
     scores, values = _inputs(seed=2, B=2, S=4)
-    f = lambda c: ((c - 0.5) ** 2).mean(-1)
+
+    def f(c):
+        return ((c - 0.5) ** 2).mean(-1)
+
     copies = 20000
     tiled_s, tiled_v = scores.repeat(copies, 1), values.repeat(copies, 1, 1)
     g = torch.Generator().manual_seed(4)

@@ -376,7 +376,9 @@ def _future(H: int, W: int) -> torch.Tensor:
 def test_pixelcnn_mask_never_sees_itself_or_the_future():
     torch.manual_seed(0)
     layers = torch.nn.Sequential(
-        MaskedConv2d(4, 4, 5, "A"), torch.nn.Tanh(), MaskedConv2d(4, 4, 3, "B"), torch.nn.Tanh(), MaskedConv2d(4, 4, 3, "B")
+        MaskedConv2d(4, 4, 5, "A"), torch.nn.Tanh(),
+        MaskedConv2d(4, 4, 3, "B"), torch.nn.Tanh(),
+        MaskedConv2d(4, 4, 3, "B"),
     ).double()
     deps = _sees(layers)
     assert not (deps & _future(6, 6)).any()
@@ -460,7 +462,8 @@ def test_ridge_probe_matches_least_squares_without_penalty():
 
     g = _gen(5)
     labels = torch.randint(0, 4, (300,), generator=g)
-    feats = torch.randn(4, 6, generator=g, dtype=torch.float64)[labels] + torch.randn(300, 6, generator=g, dtype=torch.float64)
+    centres = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    feats = centres[labels] + torch.randn(300, 6, generator=g, dtype=torch.float64)
     ours = ridge_probe(feats[:200], labels[:200], feats[200:], labels[200:], l2=1e-10)
     scaler = StandardScaler().fit(feats[:200].numpy())
     reg = LinearRegression().fit(scaler.transform(feats[:200].numpy()), F.one_hot(labels[:200]).numpy())

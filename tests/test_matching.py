@@ -44,7 +44,10 @@ def check_assignment(cost: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor)
 )
 def test_hungarian_matches_scipy(n: int, m: int, seed: int, integer: bool) -> None:
     g = torch.Generator().manual_seed(seed)
-    cost = torch.randint(0, 4, (n, m), generator=g).double() if integer else torch.randn(n, m, generator=g, dtype=torch.float64)
+    if integer:
+        cost = torch.randint(0, 4, (n, m), generator=g).double()
+    else:
+        cost = torch.randn(n, m, generator=g, dtype=torch.float64)
     rows, cols = hungarian_match(cost)  # integer costs in 0..3: many ties
     check_assignment(cost, rows, cols)
     r, c = linear_sum_assignment(cost.numpy())
@@ -119,8 +122,8 @@ def test_matching_cost_terms() -> None:
     cost = matching_cost(logits, pred, labels, tgt, w_class=1.5, w_l1=3.0, w_giou=0.5)
     assert cost.shape == (4, 2)
     for q, t in itertools.product(range(4), range(2)):
-        expected = (-1.5 * logits[q].softmax(-1)[labels[t]] + 3.0 * (pred[q] - tgt[t]).abs().sum()
-                    - 0.5 * generalized_box_iou(box_cxcywh_to_xyxy(pred[q:q + 1]), box_cxcywh_to_xyxy(tgt[t:t + 1]))[0, 0])
+        giou = generalized_box_iou(box_cxcywh_to_xyxy(pred[q:q + 1]), box_cxcywh_to_xyxy(tgt[t:t + 1]))[0, 0]
+        expected = -1.5 * logits[q].softmax(-1)[labels[t]] + 3.0 * (pred[q] - tgt[t]).abs().sum() - 0.5 * giou
         assert float(cost[q, t]) == pytest.approx(float(expected))
     with pytest.raises(ValueError, match="tgt_labels"):
         matching_cost(logits, pred, labels.double(), tgt)

@@ -8,21 +8,21 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless, and never opens a window
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from attnbook.plots import (  # noqa: E402
+from attnbook.plots import (
     attention_grid,
     attention_heatmap,
     image_grid,
     positional_encoding_plot,
     training_curves,
 )
-from attnbook.train import History, fit  # noqa: E402
+from attnbook.train import History, fit
 
 
 @pytest.fixture(autouse=True)

@@ -117,7 +117,7 @@ def test_precomputed_keys_give_the_same_result() -> None:
     s, z = torch.randn(2, 4), torch.randn(2, 7, 6)
     uz = att.project_keys(z)  # (B, S, attn_size), once per sequence
     assert uz.shape == (2, 7, 5)
-    for a, b in zip(att(s, z), att(s, z, projected_keys=uz)):
+    for a, b in zip(att(s, z), att(s, z, projected_keys=uz), strict=True):
         assert torch.equal(a, b)
 
 
@@ -298,7 +298,7 @@ def test_decoder_steps_and_their_errors() -> None:
     assert logits.shape == (2, 9) and new_hidden.shape == (2, 6) and weights.shape == (2, 5)
     assert torch.all(weights[1, 2:] == 0) and torch.allclose(weights.sum(-1), torch.ones(2))
     again = dec.step(prev, hidden, memory, mask, projected_keys=dec.project_keys(memory))
-    assert all(torch.equal(a, b) for a, b in zip((logits, new_hidden, weights), again))
+    assert all(torch.equal(a, b) for a, b in zip((logits, new_hidden, weights), again, strict=True))
 
     cases = [
         ((torch.tensor([[1, 3]]), hidden, memory, mask), ValueError, "prev_token must have shape"),

@@ -114,7 +114,7 @@ def spell(ids: list[int]) -> str:
 
 
 def test_seeds_example_by_hand():
-    ids = list("aaabdaaabac".encode("utf-8"))
+    ids = list(b"aaabdaaabac")
     assert ids == [97, 97, 97, 98, 100, 97, 97, 97, 98, 97, 99]
     # aa occurs 4 times (overlapping: twice in each aaa), more than any other pair
     stats = get_stats(ids)

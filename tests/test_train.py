@@ -72,7 +72,7 @@ def test_lr_factor_shapes():
     assert [lr_factor(s, steps=5, warmup_steps=4) for s in range(5)] == [0.25, 0.5, 0.75, 1.0, 1.0]
     cosine = [lr_factor(s, steps=50, schedule="cosine") for s in range(50)]
     assert cosine[0] == 1.0 and cosine[-1] == pytest.approx(0.1)
-    assert all(a >= b for a, b in zip(cosine, cosine[1:]))
+    assert all(a >= b for a, b in zip(cosine, cosine[1:], strict=False))
     with pytest.raises(ValueError, match="schedule"):
         lr_factor(0, steps=5, schedule="linear")
 

@@ -322,7 +322,7 @@ def test_overfits_reverse_and_greedy_decode_returns_it(changes: dict) -> None:
     tgt_in = torch.cat([torch.full((16, 1), BOS), tgt[:, :-1]], dim=1)  # shifted right: (B, 7)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     start = time.perf_counter()
-    for step in range(400):
+    for step in range(400):  # noqa: B007 - read after the loop, in the failure message
         logits = model(src, tgt_in)
         loss = F.cross_entropy(logits.transpose(1, 2), tgt, ignore_index=PAD)  # (B, V, T) vs (B, T)
         opt.zero_grad()

@@ -8,7 +8,7 @@ import torch
 from attnbook.data import make_square_scenes
 from attnbook.train import fit
 from attnbook.vit import ViT, ViTConfig, box_cxcywh_to_xyxy, generalized_box_iou
-from attnbook.vit.classify import random_shift, shifted_batches, evaluate_accuracy, train_classifier
+from attnbook.vit.classify import evaluate_accuracy, random_shift, shifted_batches, train_classifier
 from attnbook.vit.cnn import SmallCNN
 from attnbook.vit.detr import DETRConfig, TinyDETR, match, matched_box_iou, set_loss
 
@@ -50,7 +50,7 @@ def test_random_shift_translates_each_image_by_its_own_offset():
     ys, xs = (out[:, 0] == 1).nonzero()[:, 1:].T  # where each dot went
     assert ys.min() == 2 and ys.max() == 6 and xs.min() == 2 and xs.max() == 6  # all offsets -2..2 occur
     assert torch.equal(out[:, 1], 2 * out[:, 0])  # both channels moved together
-    assert len(set(zip(ys.tolist(), xs.tolist()))) > 15  # offsets differ between images
+    assert len(set(zip(ys.tolist(), xs.tolist(), strict=True))) > 15  # offsets differ between images
 
 
 def test_random_shift_fills_the_border_with_zeros_and_checks_arguments():
@@ -122,7 +122,7 @@ def perfect_outputs(scenes, config):
     logits = torch.full((B, Q, K + 1), -20.0)
     logits[:, :, K] = 20.0
     boxes = torch.full((B, Q, 4), 0.05)
-    for b, (lab, box) in enumerate(zip(scenes.labels, scenes.boxes)):
+    for b, (lab, box) in enumerate(zip(scenes.labels, scenes.boxes, strict=True)):
         logits[b, : len(lab)] = -20.0
         logits[b, torch.arange(len(lab)), lab] = 20.0
         boxes[b, : len(box)] = box
@@ -143,7 +143,8 @@ def test_set_loss_and_scores_of_a_perfect_prediction(scenes):
     a = torch.cat(scenes.boxes)
     expected_giou = (1 - generalized_box_iou(box_cxcywh_to_xyxy(a + torch.tensor([0.02, 0, 0, 0])),
                                              box_cxcywh_to_xyxy(a)).diagonal()).mean()
-    assert parts["l1"] == pytest.approx(0.02, abs=1e-6) and parts["giou"] == pytest.approx(expected_giou.item(), rel=1e-4)
+    assert parts["l1"] == pytest.approx(0.02, abs=1e-6)
+    assert parts["giou"] == pytest.approx(expected_giou.item(), rel=1e-4)
 
 
 def test_detr_overfits_a_few_small_scenes():

@@ -48,10 +48,12 @@ def configure(prefix: Path, student: bool = True) -> list[Path]:
     >>> prefix = Path(tempfile.mkdtemp())
     >>> [p.relative_to(prefix).as_posix() for p in configure(prefix)][0]
     'share/jupyter/lab/settings/overrides.json'
-    >>> json.loads((prefix / "etc/jupyter/labconfig/page_config.json").read_text())["disabledExtensions"]
-    {'@jupyter/nbgrader:course-list': True, '@jupyter/nbgrader:create-assignment': True, '@jupyter/nbgrader:formgrader': True}
+    >>> page = prefix / "etc/jupyter/labconfig/page_config.json"
+    >>> json.loads(page.read_text())["disabledExtensions"]  # doctest: +NORMALIZE_WHITESPACE
+    {'@jupyter/nbgrader:course-list': True, '@jupyter/nbgrader:create-assignment': True,
+     '@jupyter/nbgrader:formgrader': True}
     >>> _ = configure(prefix, student=False)
-    >>> json.loads((prefix / "etc/jupyter/labconfig/page_config.json").read_text())["disabledExtensions"]
+    >>> json.loads(page.read_text())["disabledExtensions"]
     {}
     """
     overrides = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"

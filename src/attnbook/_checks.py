@@ -112,7 +112,8 @@ def token_ids(name: str, ids: object, vocab_size: int | None = None, dim: int | 
     ...
     ValueError: idx holds ids in [1, 5], outside the vocabulary 0 .. 3
     """
-    if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+    if (not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex
+            or ids.dtype == torch.bool):
         got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise TypeError(f"{name} must be an integer tensor of token ids, got {got}")
     if dim is not None and (ids.dim() != dim or ids.numel() == 0):
@@ -139,7 +140,7 @@ def float_tensor(
         got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
         raise TypeError(f"{name} must be a floating-point tensor, got {got}")
     if shape is not None and (
-        x.dim() != len(shape) or any(want is not None and got != want for got, want in zip(x.shape, shape))
+        x.dim() != len(shape) or any(want is not None and got != want for got, want in zip(x.shape, shape, strict=True))
     ):
         raise ValueError(f"{name} must have shape {described or shape}, got {tuple(x.shape)}")
     return x

@@ -57,7 +57,7 @@ class PeakTensorMemory(TorchDispatchMode):
     def _free(self, key: int) -> None:
         self.live -= self._sizes.pop(key, 0)
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (torch's protocol)
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # untyped: torch's dispatch protocol
         out = func(*args, **(kwargs or {}))
         for t in tree_flatten(out)[0]:
             if not isinstance(t, torch.Tensor):

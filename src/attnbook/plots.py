@@ -190,7 +190,7 @@ def attention_grid(
     if w.ndim == 3:
         default_titles = [f"head {h}" for h in range(w.shape[0])]
     elif w.ndim == 4:
-        default_titles = [f"layer {l}, head {h}" for l in range(w.shape[0]) for h in range(w.shape[1])]
+        default_titles = [f"layer {i}, head {h}" for i in range(w.shape[0]) for h in range(w.shape[1])]
     else:
         raise ValueError(f"weights must have shape (N, T, S) or (L, H, T, S), got {w.shape}")
     if 0 in w.shape:

@@ -52,8 +52,9 @@ def provenance(*made_by: str, width: int = 78) -> str:
     The Python executable and the load average at each start are left out: a page that reads several
     tables prints one short paragraph instead of a header line per table.
 
-    >>> print(provenance(".venv/bin/python benchmarks/bench_vit.py seeds | x86_64, 2 cores, load average 1.6 at start",
-    ...                  ".venv/bin/python benchmarks/bench_vit.py longer | x86_64, 2 cores, load average 0.1 at start"))
+    >>> print(provenance(
+    ...     ".venv/bin/python benchmarks/bench_vit.py seeds | x86_64, 2 cores, load average 1.6 at start",
+    ...     ".venv/bin/python benchmarks/bench_vit.py longer | x86_64, 2 cores, load average 0.1 at start"))
     made by benchmarks/bench_vit.py seeds; benchmarks/bench_vit.py longer; on
     x86_64, 2 cores
     """

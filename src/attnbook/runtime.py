@@ -117,7 +117,7 @@ def free_cpus(sample_seconds: float = 0.25) -> int:
     if before is None:
         return max(1, len(cpus))
     time.sleep(sample_seconds)
-    idle, total = (after - first for after, first in zip(_cpu_times(cpus), before))
+    idle, total = (after - first for after, first in zip(_cpu_times(cpus), before, strict=True))
     return max(1, min(len(cpus), round(len(cpus) * idle / max(total, 1))))
 
 

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from attnbook import rnn, transformer
 from attnbook._checks import positive_int, token_ids
+
 # the two configs are imported for the doctests
 from attnbook.rnn import Seq2Seq, Seq2SeqConfig  # noqa: F401
 from attnbook.transformer import Transformer, TransformerConfig  # noqa: F401
@@ -248,7 +249,7 @@ def exact_match(
         s = s[:, : int(lengths.max())].to(device)  # trim the padding every row has
         want = _as_rows(t[:, 1:], eos_id, pad)
         got = _greedy_tokens(model, s, bos_id, eos_id, max_len=t.shape[1] - 1)  # (b, L)
-        hits += [g == w for g, w in zip(_as_rows(got.cpu(), eos_id, pad), want)]
+        hits += [g == w for g, w in zip(_as_rows(got.cpu(), eos_id, pad), want, strict=True)]
     hits_t = torch.tensor(hits, dtype=torch.bool)
     return hits_t if per_example else float(hits_t.float().mean())
 

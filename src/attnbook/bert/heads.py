@@ -115,7 +115,8 @@ class BertForSequenceClassification(nn.Module):
     Arguments as :meth:`BertModel.forward`.
 
     >>> model = BertForSequenceClassification(BertConfig.preset("cpu-tiny", vocab_size=50), num_labels=2)
-    >>> model(torch.tensor([[2, 7, 8, 3], [2, 9, 3, 0]]), attention_mask=torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])).shape
+    >>> model(torch.tensor([[2, 7, 8, 3], [2, 9, 3, 0]]),
+    ...       attention_mask=torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])).shape
     torch.Size([2, 2])
     """
 

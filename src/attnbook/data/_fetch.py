@@ -29,9 +29,9 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 ENV_VAR = "ATTNBOOK_DATA"
 

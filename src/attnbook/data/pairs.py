@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from attnbook._checks import an_int, int_at_least
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Iterator, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch

@@ -10,7 +10,7 @@ a language model reads one endless stream.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 
@@ -67,7 +67,7 @@ class CharVocab:
         self.stoi: dict[str, int] = {c: i for i, c in enumerate(chars, start=len(SPECIALS))}
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str]) -> "CharVocab":
+    def from_texts(cls, texts: Iterable[str]) -> CharVocab:
         """A vocabulary of every character in ``texts``, in sorted order."""
         if isinstance(texts, str):
             raise TypeError("texts must be an iterable of strings, got a single str (wrap it in a list)")

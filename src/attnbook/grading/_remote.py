@@ -85,7 +85,7 @@ def _mirror(old: object, new: object) -> None:
         old.set_state(new.get_state())
     elif isinstance(old, list) and isinstance(new, list):
         if len(old) == len(new) and all(isinstance(o, (torch.Tensor, list, dict)) for o in old):
-            for o, n in zip(old, new):
+            for o, n in zip(old, new, strict=True):
                 _mirror(o, n)
         elif old != new:
             old[:] = new
@@ -224,7 +224,7 @@ class Worker:
                                 reference=reference, not_implemented=bool(error.get("not_implemented")))
         try:
             result = _wire.decode(reply["result"], remote=self._proxy)
-            for old, new in zip(args, _wire.decode(reply["args"], remote=self._proxy)):
+            for old, new in zip(args, _wire.decode(reply["args"], remote=self._proxy), strict=True):
                 _mirror(old, new)
             _mirror(kwargs, _wire.decode(reply["kwargs"], remote=self._proxy))
             torch.set_rng_state(_wire.decode(reply["rng"]))

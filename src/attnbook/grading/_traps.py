@@ -19,6 +19,7 @@ import torch
 
 from ._wire import ReferenceCalled  # the worker's stubs raise the same class
 
+
 def _resolve(path: str) -> tuple[object, str]:
     """'torch.nn.functional.softmax' -> (torch.nn.functional module, 'softmax')."""
     module_name, attr = path.rsplit(".", 1)

@@ -35,9 +35,9 @@ if "ATTNBOOK_GRADING_PROCESSES" in os.environ:  # in the sandbox: its user names
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _wire  # noqa: E402
-import torch  # noqa: E402
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+import _wire
+import torch
+from IPython.core.interactiveshell import InteractiveShell
 
 PROTOCOL_IN, PROTOCOL_OUT = os.dup(0), os.dup(1)
 _null = os.open(os.devnull, os.O_RDWR)
@@ -126,7 +126,7 @@ def _gradients(result, args) -> dict:
     if not (inputs and type(result) is torch.Tensor and result.dim() == 0 and result.grad_fn is not None):
         return {}
     grads = torch.autograd.grad(result, list(inputs.values()), allow_unused=True)
-    return {str(i): _wire.encode(g) for i, g in zip(inputs, grads) if g is not None}
+    return {str(i): _wire.encode(g) for i, g in zip(inputs, grads, strict=True) if g is not None}
 
 
 def _module_op(obj, op: str, args: list):
@@ -156,7 +156,7 @@ def call(request: dict, handles: dict) -> dict:
             else:
                 result = (target if method is None else getattr(target, method))(*args, **kwargs)
             reply = {"result": _wire.encode(result, handles=handles), "grads": _gradients(result, args)}
-        except BaseException as err:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are the student's too
+        except BaseException as err:  # SystemExit and KeyboardInterrupt are the student's too
             return {"error": _error(err)}
     reply.update(args=_wire.encode(list(args), handles=handles), kwargs=_wire.encode(kwargs, handles=handles),
                  rng=_wire.encode(torch.get_rng_state()),
@@ -206,7 +206,7 @@ def main() -> None:
             code = 0
             try:
                 serve_part(part)
-            except BaseException:  # noqa: BLE001 - reported to the judge as an exit status
+            except BaseException:  # reported to the judge as an exit status
                 code = 70
             os._exit(code)
         _, status = os.waitpid(pid, 0)

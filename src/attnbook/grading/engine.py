@@ -97,7 +97,7 @@ def by_kind(**checks: Callable[..., None]) -> Callable[..., Callable[..., None]]
     ``_check_decode(decode, *args)``.
     """
     def check(*functions: Callable) -> Callable[..., None]:
-        students = dict(zip(checks, functions))
+        students = dict(zip(checks, functions, strict=True))
 
         def check_one(kind: str, *args) -> None:
             checks[kind](students[kind], *args)
@@ -119,7 +119,7 @@ class Part:
     kernels: tuple[str, ...] = ()  # aten operators refused in the worker (torch's own fused kernels)
 
     @property
-    def __name__(self) -> str:  # noqa: A003 - test cells import the part under this name
+    def __name__(self) -> str:  # test cells import the part under this name
         return self.name
 
     def __call__(self, *students: object, points: float | None = None) -> float | None:

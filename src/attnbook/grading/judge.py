@@ -212,7 +212,7 @@ def judge_part(worker: Worker, cells: list[str], calls: tuple[TestCall, ...], ma
         except WorkerGone as gone:
             worker.statuses.append(str(gone))
             print(f"This part could not be graded: {gone}.")
-        except Exception as err:  # noqa: BLE001 - a check that cannot handle what came back: this part only
+        except Exception as err:  # a check that cannot handle what came back: this part only
             worker.statuses.append("review: the checker failed on a part")
             print(f"The checker could not handle what your code returned ({type(err).__name__}).")
         finally:
@@ -285,7 +285,7 @@ def grade_cells(plan: list, hidden: list[Path], log: list[str] | None = None) ->
             else:
                 try:
                     results[grade_id] = judge_part(worker, list(cells), parse_test_cell(source), points)
-                except Exception as err:  # noqa: BLE001 - the grader's own failure: this part only
+                except Exception as err:  # the grader's own failure: this part only
                     worker.close()
                     worker.statuses.append(f"grading error: part {grade_id} ({type(err).__name__})")
                     results[grade_id] = Result(0.0, float(points), GRADING_ERROR)

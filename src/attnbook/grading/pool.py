@@ -22,9 +22,9 @@ import signal
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 
 @dataclass
@@ -45,11 +45,11 @@ def _child(fn: Callable, job: object, out: Path, memory_bytes: int | None) -> No
         text = json.dumps(fn(job))
         out.with_suffix(".tmp").write_text(text)
         out.with_suffix(".tmp").replace(out)
-    except BaseException:  # noqa: BLE001 - reported to the parent through the log file
+    except BaseException:  # reported to the parent through the log file
         code = 1
         try:
             out.with_suffix(".log").write_text(traceback.format_exc())
-        except BaseException:  # noqa: BLE001 - nothing more can be said
+        except BaseException:  # nothing more can be said
             pass
     finally:
         os._exit(code)

@@ -220,7 +220,7 @@ def describe() -> dict[str, str]:
         processes = f"at most {lim['processes']:g} at once ({group} pids.max)"
     else:
         memory = f"{per_process} (no cgroup here: the processes together are not capped)"
-        processes = (f"not capped: no cgroup here, and RLIMIT_NPROC does not bind processes of root"
+        processes = ("not capped: no cgroup here, and RLIMIT_NPROC does not bind processes of root"
                      if os.geteuid() == 0 or isolation() == "none"
                      else f"at most {lim['processes']:g} at once (RLIMIT_NPROC in the sandbox's user namespace)")
     files = (f"/tmp {lim['files_mib'] * 3 / 4:g} MiB and /dev/shm {lim['files_mib'] / 4:g} MiB of memory; "

@@ -23,7 +23,7 @@ def snapshot(*values: object) -> list:
 
 def require_unchanged(before: list, *values: object, message: str) -> None:
     """Raise ``message`` if any tensor or list among ``values`` differs from its snapshot ``before``."""
-    for old, new in zip(before, values):
+    for old, new in zip(before, values, strict=True):
         same = torch.equal(old, new.detach()) if isinstance(new, torch.Tensor) else old == new
         if not same:
             raise CheckFailed(message)

@@ -156,7 +156,8 @@ class ImageGPT(nn.Module):
         seq = token_ids("seq", seq)
         T_max = self.config.n_positions
         if seq.dim() != 2 or seq.shape[0] == 0 or not 1 <= seq.shape[1] <= T_max:
-            raise ValueError(f"seq must have shape (B, T) with B >= 1 and 1 <= T <= H*W = {T_max}, got {tuple(seq.shape)}")
+            raise ValueError(f"seq must have shape (B, T) with B >= 1 and 1 <= T <= H*W = {T_max}, "
+                             f"got {tuple(seq.shape)}")
         return token_ids("seq", seq, self.config.vocab_size)
 
     def hidden_states(self, seq: torch.Tensor) -> list[torch.Tensor]:

@@ -214,7 +214,8 @@ def kmeans_step(pixels: torch.Tensor, palette: torch.Tensor) -> torch.Tensor:
     pixels = _pixels("pixels", pixels)
     palette = _pixels("palette", palette)
     if pixels.dim() != 2 or palette.dim() != 2:
-        raise ValueError(f"pixels must be (N, 3) and palette (k, 3), got {tuple(pixels.shape)} and {tuple(palette.shape)}")
+        raise ValueError(f"pixels must be (N, 3) and palette (k, 3), "
+                         f"got {tuple(pixels.shape)} and {tuple(palette.shape)}")
     x = pixels.to(palette.dtype)
     ids = nearest_colour(x, palette)  # (N,)
     sums = torch.zeros_like(palette).index_add_(0, ids, x)  # (k, 3): sum of each colour's pixels
@@ -285,6 +286,7 @@ def psnr(original: torch.Tensor, approx: torch.Tensor, max_value: float = 255.0)
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if original.shape != approx.shape:
-        raise ValueError(f"original and approx must have one shape, got {tuple(original.shape)} and {tuple(approx.shape)}")
+        raise ValueError(f"original and approx must have one shape, "
+                         f"got {tuple(original.shape)} and {tuple(approx.shape)}")
     mse = ((original.double() - approx.double()) ** 2).mean().item()
     return math.inf if mse == 0 else 10.0 * math.log10(max_value**2 / mse)

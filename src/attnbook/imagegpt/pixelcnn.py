@@ -107,7 +107,8 @@ class PixelCNN(nn.Module):
         self.embed = nn.Embedding(vocab_size, channels)
         self.first = MaskedConv2d(channels, channels, first_kernel, "A")
         self.layers = nn.ModuleList(MaskedConv2d(channels, channels, 3, "B") for _ in range(n_layers))
-        self.head = nn.Sequential(nn.ReLU(), nn.Conv2d(channels, channels, 1), nn.ReLU(), nn.Conv2d(channels, vocab_size, 1))
+        self.head = nn.Sequential(nn.ReLU(), nn.Conv2d(channels, channels, 1),
+                                  nn.ReLU(), nn.Conv2d(channels, vocab_size, 1))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         tokens = token_ids("tokens", tokens)

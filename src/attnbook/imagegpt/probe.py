@@ -25,7 +25,8 @@ __all__ = ["layer_features", "linear_probe", "ridge_probe"]
 
 
 @torch.no_grad()
-def layer_features(model: ImageGPT | MaskedPixelModel, seq: torch.Tensor, layer: int, *, batch_size: int = 256) -> torch.Tensor:
+def layer_features(model: ImageGPT | MaskedPixelModel, seq: torch.Tensor, layer: int, *,
+                   batch_size: int = 256) -> torch.Tensor:
     """Mean over positions of the residual stream after block ``layer``: features (B, C).
 
     ``layer = 0`` is the input (token + position embeddings), ``layer = n_layer``

@@ -44,7 +44,8 @@ def _images(name: str, tokens: object, model: ImageGPT | PixelCNN) -> torch.Tens
     if isinstance(model, ImageGPT):
         want = (model.config.height, model.config.width)
         if tuple(tokens.shape[1:]) != want:
-            raise ValueError(f"{name} must be (B, {want[0]}, {want[1]}) images for this model, got {tuple(tokens.shape)}")
+            raise ValueError(f"{name} must be (B, {want[0]}, {want[1]}) images for this model, "
+                             f"got {tuple(tokens.shape)}")
     return token_ids(name, tokens, _vocab(model))
 
 

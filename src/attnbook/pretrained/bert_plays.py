@@ -27,8 +27,17 @@ import torch
 
 from attnbook.bert import BertConfig, BertForPreTraining
 from attnbook.bert.heads import mean_pool
-from attnbook.bert.training import (PAD, WordVocab, encode_sentences, mlm_batch, pack_sentences, pretrain,
-                                    pretraining_metrics, shakespeare_speeches, unigram_mlm_loss)
+from attnbook.bert.training import (
+    PAD,
+    WordVocab,
+    encode_sentences,
+    mlm_batch,
+    pack_sentences,
+    pretrain,
+    pretraining_metrics,
+    shakespeare_speeches,
+    unigram_mlm_loss,
+)
 from attnbook.data import load_plays
 from attnbook.pretrained._recipe import Recipe, Settings, Trained
 

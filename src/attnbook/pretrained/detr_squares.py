@@ -64,7 +64,7 @@ def claimed(outputs: dict[str, torch.Tensor], threshold: float) -> list[tuple[to
 def scene_scores(outputs: dict[str, torch.Tensor], boxes: list[torch.Tensor], threshold: float) -> dict[str, float]:
     """``duplicate_rate``, ``count_accuracy`` and ``missed_rate`` of the boxes claimed at ``threshold``."""
     duplicate, right_count, missed, squares = 0, 0, 0, 0
-    for (pred, _), true in zip(claimed(outputs, threshold), boxes):
+    for (pred, _), true in zip(claimed(outputs, threshold), boxes, strict=True):
         right_count += len(pred) == len(true)
         squares += len(true)
         if len(pred) == 0:

@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import torch
 
-from attnbook.imagegpt import ImageGPT, complete, evaluate_bits_per_dim, ink_iou, ink_mask, next_pixel_loss
-from attnbook.imagegpt import shape_agreement
+from attnbook.imagegpt import (
+    ImageGPT,
+    complete,
+    evaluate_bits_per_dim,
+    ink_iou,
+    ink_mask,
+    next_pixel_loss,
+    shape_agreement,
+)
 from attnbook.pretrained import igpt_common as common
 from attnbook.pretrained._recipe import Recipe, Settings, Trained
 
@@ -44,7 +51,8 @@ def evaluate(model: ImageGPT, config: dict, device: torch.device) -> dict[str, f
     test = common.digits(colour=True)["test"]
     model = model.to(device).eval()
     done = completions(model, test)
-    reused = torch.stack([torch.isin(d[ROWS_KEPT:], t[:ROWS_KEPT]).float().mean() for d, t in zip(done, test)])
+    reused = torch.stack([torch.isin(d[ROWS_KEPT:], t[:ROWS_KEPT]).float().mean()
+                          for d, t in zip(done, test, strict=True)])
     return {
         "test_bpd": evaluate_bits_per_dim(model, test.to(device)),
         "completion_agreement": shape_agreement(ink_mask(done), ink_mask(test), ROWS_KEPT),

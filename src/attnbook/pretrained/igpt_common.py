@@ -50,7 +50,7 @@ def digits(colour: bool = False) -> dict[str, torch.Tensor]:
     else:
         tokens = grey_levels(images, levels=8, max_value=16)  # (1797, 8, 8) ids 0..7
     out = {}
-    for part, idx in zip(("train", "val", "test"), split_indices(len(tokens), seed=0)):
+    for part, idx in zip(("train", "val", "test"), split_indices(len(tokens), seed=0), strict=True):
         idx = torch.tensor(idx)
         out[part], out[f"{part}_labels"] = tokens[idx], labels[idx]
     return out

@@ -94,7 +94,7 @@ def _encode_chunk_heap(ids: list[int], merges: Mapping[Pair, int]) -> list[int]:
     """
     n = len(ids)
     get = merges.get
-    heap = [(rank, i) for i, rank in enumerate(map(get, zip(ids, ids[1:]))) if rank is not None]
+    heap = [(rank, i) for i, rank in enumerate(map(get, zip(ids, ids[1:], strict=False))) if rank is not None]
     if not heap:
         return list(ids)
     heapq.heapify(heap)

@@ -39,7 +39,7 @@ def get_stats(ids: Sequence[int], counts: dict[Pair, int] | None = None) -> dict
     {(1, 2): 2, (2, 3): 1}
     """
     counts = {} if counts is None else counts
-    for pair in zip(ids, ids[1:]):
+    for pair in zip(ids, ids[1:], strict=False):
         counts[pair] = counts.get(pair, 0) + 1
     return counts
 

@@ -168,8 +168,8 @@ def _train_on_words(words: list[list[int]], freqs: list[int], num_merges: int) -
     """
     stats: dict[Pair, int] = defaultdict(int)
     where: dict[Pair, set[int]] = defaultdict(set)
-    for i, (word, freq) in enumerate(zip(words, freqs)):
-        for pair in zip(word, word[1:]):
+    for i, (word, freq) in enumerate(zip(words, freqs, strict=True)):
+        for pair in zip(word, word[1:], strict=False):
             stats[pair] += freq
             where[pair].add(i)
     heap = [(-count, pair) for pair, count in stats.items()]

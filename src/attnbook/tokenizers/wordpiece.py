@@ -43,10 +43,12 @@ __all__ = ["SPECIAL_TOKENS", "encode_word", "WordPieceTokenizer"]
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0 .. 4 of a trained vocabulary
 _ASCII_PUNCT = r"!-/:-@\[-`{-~"  # BERT counts every ASCII non-alphanumeric symbol as punctuation
 _WORDS = regex.compile(rf"[^\s\p{{P}}{_ASCII_PUNCT}]+|[\p{{P}}{_ASCII_PUNCT}]")
-_CJK = regex.compile(r"([\u4E00-\u9FFF\u3400-\u4DBF\U00020000-\U0002A6DF\U0002A700-\U0002CEAF\uF900-\uFAFF\U0002F800-\U0002FA1F])")
+_CJK = regex.compile(r"([\u4E00-\u9FFF\u3400-\u4DBF\U00020000-\U0002A6DF\U0002A700-\U0002CEAF"
+                     r"\uF900-\uFAFF\U0002F800-\U0002FA1F])")
 
 
-def encode_word(word: str, vocab: Mapping[str, int] | set[str], unk_token: str = "[UNK]", max_chars: int = 100) -> list[str]:
+def encode_word(word: str, vocab: Mapping[str, int] | set[str], unk_token: str = "[UNK]",
+                max_chars: int = 100) -> list[str]:
     """Greedy longest-match-first: the pieces of one word, or ``[unk_token]``.
 
     From the current start, take the longest prefix of the rest of the word
@@ -94,7 +96,8 @@ class WordPieceTokenizer:
     ([2, 24, 3, 27, 3], [0, 0, 0, 1, 1])
     """
 
-    def __init__(self, vocab: Iterable[str] | None = None, *, lowercase: bool = True, max_input_chars_per_word: int = 100) -> None:
+    def __init__(self, vocab: Iterable[str] | None = None, *, lowercase: bool = True,
+                 max_input_chars_per_word: int = 100) -> None:
         self.lowercase = lowercase
         self.max_input_chars_per_word = max_input_chars_per_word
         self._set_vocab(list(SPECIAL_TOKENS) if vocab is None else list(vocab))
@@ -242,7 +245,7 @@ def _learn_pieces(words: list[list[str]], freq: list[int], score: str) -> Iterat
         units, f = words[i], sign * freq[i]
         for u in units:
             unit_count[u] += f
-        for p in zip(units, units[1:]):
+        for p in zip(units, units[1:], strict=False):
             pair_count[p] += f
             changed.add(p)
             if sign > 0:

@@ -188,7 +188,7 @@ def fit(
                 factor = lr_factor(step - 1, steps=steps, warmup_steps=warmup_steps, schedule=schedule)
             else:
                 factor = _time_factor(clock() - start, max_seconds, warmup_seconds, schedule)
-            for group, base_lr in zip(optimizer.param_groups, base_lrs):
+            for group, base_lr in zip(optimizer.param_groups, base_lrs, strict=True):
                 group["lr"] = base_lr * factor
             batch = to_device(next_batch(step), device)
             with autocast(device):  # bf16 on CUDA; backward runs outside, as autocast advises
@@ -224,7 +224,7 @@ def fit(
         history.seconds = clock() - start
         bar.close()
         model.train(was_training)
-        for group, base_lr in zip(optimizer.param_groups, base_lrs):
+        for group, base_lr in zip(optimizer.param_groups, base_lrs, strict=True):
             group["lr"] = base_lr  # so a second fit with the same optimizer schedules the same way
     return history
 

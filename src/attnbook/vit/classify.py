@@ -108,9 +108,9 @@ def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tens
     return right / len(images)
 
 
-def train_classifier(model: nn.Module, train: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor],
-                     *, steps: int, batch_size: int = 64, lr: float = 2e-3, weight_decay: float = 0.05,
-                     max_shift: int = 0, label_smoothing: float = 0.1,
+def train_classifier(model: nn.Module, train: tuple[torch.Tensor, torch.Tensor],
+                     test: tuple[torch.Tensor, torch.Tensor], *, steps: int, batch_size: int = 64,
+                     lr: float = 2e-3, weight_decay: float = 0.05, max_shift: int = 0, label_smoothing: float = 0.1,
                      max_seconds: float | None = None, eval_every: int | None = None,
                      seed: int = 0, device: torch.device | str | None = "cpu", progress: bool = False) -> History:
     """Train ``model`` on ``train = (images, labels)`` with the chapter's recipe; evaluate on ``test``.
@@ -128,7 +128,8 @@ def train_classifier(model: nn.Module, train: tuple[torch.Tensor, torch.Tensor],
     True
     """
     generator = torch.Generator().manual_seed(seed)
-    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) or not 0 <= label_smoothing < 1:
+    if (isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float))
+            or not 0 <= label_smoothing < 1):
         raise ValueError(f"label_smoothing must be a number in [0, 1), got {label_smoothing!r}")
     optimizer = torch.optim.AdamW(decay_groups(model, weight_decay), lr=lr)
     return fit(

@@ -107,7 +107,8 @@ def match(outputs: dict[str, torch.Tensor], labels: list[torch.Tensor], boxes: l
           config: DETRConfig) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per image, the Hungarian pairs ``(query indices, object indices)`` of least matching cost."""
     pairs = []
-    for logits, pred, tgt_labels, tgt_boxes in zip(outputs["pred_logits"], outputs["pred_boxes"], labels, boxes):
+    for logits, pred, tgt_labels, tgt_boxes in zip(outputs["pred_logits"], outputs["pred_boxes"], labels, boxes,
+                                                   strict=True):
         cost = matching_cost(logits, pred, tgt_labels, tgt_boxes,
                              w_class=config.w_class, w_l1=config.w_l1, w_giou=config.w_giou)  # (Q, M)
         rows, cols = hungarian_match(cost)

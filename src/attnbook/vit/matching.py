@@ -60,7 +60,8 @@ def matching_cost(
             f"pred_boxes must be (Q={pred_logits.shape[0]}, 4) and tgt_boxes (M, 4), "
             f"got {tuple(pred_boxes.shape)} and {tuple(tgt_boxes.shape)}"
         )
-    if not isinstance(tgt_labels, torch.Tensor) or tgt_labels.shape != (tgt_boxes.shape[0],) or tgt_labels.is_floating_point():
+    if (not isinstance(tgt_labels, torch.Tensor) or tgt_labels.shape != (tgt_boxes.shape[0],)
+            or tgt_labels.is_floating_point()):
         raise ValueError(f"tgt_labels must be an integer tensor of shape (M={tgt_boxes.shape[0]},)")
     prob = pred_logits.softmax(dim=-1)  # (Q, K)
     cost_class = -prob[:, tgt_labels]  # (Q, M)

@@ -42,7 +42,7 @@ def masking_outcomes(ids: torch.Tensor, inputs: torch.Tensor, labels: torch.Tens
     ['special', '[MASK]', 'random', 'unchanged', 'special']
     """
     out = []
-    for i, x, y in zip(ids.tolist(), inputs.tolist(), labels.tolist()):
+    for i, x, y in zip(ids.tolist(), inputs.tolist(), labels.tolist(), strict=True):
         if i in special_ids:
             out.append("special")
         elif y == -100:
@@ -62,7 +62,7 @@ def draw_masking(ax: Axes, ids: torch.Tensor, inputs: torch.Tensor, labels: torc
     :func:`masking_outcomes`), so a caller can count them.
     """
     outcomes = masking_outcomes(ids, inputs, labels, special_ids, mask_id)
-    for t, (orig, seen, what) in enumerate(zip(ids.tolist(), inputs.tolist(), outcomes)):
+    for t, (orig, seen, what) in enumerate(zip(ids.tolist(), inputs.tolist(), outcomes, strict=True)):
         ax.add_patch(Rectangle((t + 0.04, 0), 0.92, 1, facecolor=MASKING_COLOURS[what],
                                edgecolor="0.4", linewidth=0.6))  # one box per token
         ax.text(t + 0.5, 0.5, token_names[seen], ha="center", va="center", fontsize=fontsize)

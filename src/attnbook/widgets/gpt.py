@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure

@@ -100,7 +100,7 @@ def completion_explorer(
         fig = Figure(figsize=(1.5 * (2 + n_samples), 1.9), layout="constrained")
         axes = fig.subplots(1, 2 + n_samples)
         titles = ["original", f"{kept} rows kept"] + [f"sample {i + 1}" for i in range(n_samples)]
-        for i, (ax, title) in enumerate(zip(axes, titles)):
+        for i, (ax, title) in enumerate(zip(axes, titles, strict=True)):
             ax.imshow(pictures[i].numpy(), interpolation="nearest")
             if i == 1 and kept < H:  # hide what the model does not see
                 ax.axhspan(kept - 0.5, H - 0.5, facecolor="0.85", edgecolor="0.5", hatch="///")

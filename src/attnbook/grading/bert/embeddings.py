@@ -55,7 +55,7 @@ def _reference(sizes: tuple, seed: int, dtype: torch.dtype):
 def _check_input(fn: Callable, a, b, cls_id, sep_id) -> None:
     ids, segments = (require_int_list(x, what) for x, what in zip(
         require_pair_lists(run_student(fn, list(a), None if b is None else list(b), cls_id, sep_id,
-                                       what="bert_input")), ("the ids", "the segment ids")))
+                                       what="bert_input")), ("the ids", "the segment ids"), strict=True))
     want = [cls_id, *a, sep_id] + ([] if b is None else [*b, sep_id])
     want_seg = [0] * (len(a) + 2) + ([] if b is None else [1] * (len(b) + 1))
     if ids != want:

@@ -10,8 +10,8 @@ import torch.nn.functional as F
 
 from .._core import run_student
 from ..engine import Case, Part
-from ..steps import check_loss
 from ..errors import CheckFailed
+from ..steps import check_loss
 from ._common import GPT
 
 __all__ = ["check_next_token_loss"]

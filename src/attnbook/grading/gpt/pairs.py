@@ -137,7 +137,7 @@ def _merge_variants(ids, pair, idx):
 
 def _count_pairs(ids_or_pairs) -> dict[Pair, int]:
     """Counts of the adjacent pairs of a list of ids, or of an iterator of pairs."""
-    pairs = zip(ids_or_pairs, ids_or_pairs[1:]) if isinstance(ids_or_pairs, list) else ids_or_pairs
+    pairs = zip(ids_or_pairs, ids_or_pairs[1:], strict=False) if isinstance(ids_or_pairs, list) else ids_or_pairs
     out: dict[Pair, int] = {}
     for p in pairs:
         out[p] = out.get(p, 0) + 1
@@ -150,7 +150,7 @@ def _diagnose_stats(got: dict, ids: list) -> str:
     known = [
         ("overlapping pairs must each count: `aaa` holds the pair (a, a) twice, at positions 0 and 1", overlapping),
         ("only every other pair was counted: count the pair (ids[i], ids[i + 1]) at every position i",
-         _count_pairs(zip(ids[::2], ids[1::2]))),
+         _count_pairs(zip(ids[::2], ids[1::2], strict=False))),
         ("the last pair (ids[-2], ids[-1]) is missing", TOK.pairs.get_stats(ids[:-1])),
     ]
     if ids:

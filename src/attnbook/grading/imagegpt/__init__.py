@@ -25,8 +25,8 @@ attnbook.grading.errors.CheckFailed: the pixels are read column by column: raste
 """
 
 from .bpd import check_bits_per_dim
-from .cost import check_sequence_cost
 from .completion import check_complete, completion_test_model
+from .cost import check_sequence_cost
 from .mask import check_pixelcnn_mask
 from .palette import check_palette
 from .probe import check_ridge_probe

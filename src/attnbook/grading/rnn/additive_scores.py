@@ -17,8 +17,18 @@ from .._core import build_module, load_reference_parameters, run_method
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_shape
-from ._common import (ATT, FORBIDDEN_SCORES, apply_mask, hinted, lengths_mask, mask_mistakes, masked, randomize,
-                      same_scores, strided)
+from ._common import (
+    ATT,
+    FORBIDDEN_SCORES,
+    apply_mask,
+    hinted,
+    lengths_mask,
+    mask_mistakes,
+    masked,
+    randomize,
+    same_scores,
+    strided,
+)
 
 WHAT = "AdditiveAttention"
 

@@ -94,17 +94,17 @@ def _check(cls: Callable) -> Callable:
         if not isinstance(result, tuple) or len(result) != 3:
             raise CheckFailed("step should return a triple (logits, hidden, weights)")
         names = ("logits (B, vocab_size)", "the new hidden state (B, hidden_size)", "the attention weights (B, S)")
-        got = [require_tensor(x, name) for x, name in zip(result, names)]
-        for x, want, name in zip(got, expected, names):
+        got = [require_tensor(x, name) for x, name in zip(result, names, strict=True)]
+        for x, want, name in zip(got, expected, names, strict=True):
             if tuple(x.shape) != tuple(want.shape):
                 raise CheckFailed(f"step should return {name} in this place")
             if x.dtype != want.dtype:
                 raise CheckFailed(f"for {want.dtype} inputs the results should be {want.dtype} too")
-        if all(close(x, want) for x, want in zip(got, expected)):
+        if all(close(x, want) for x, want in zip(got, expected, strict=True)):
             return
         with torch.no_grad():
             for message, variant in _variants(ref, prev, hidden, memory, mask):
-                if all(close(x, v) for x, v in zip(got, variant)):
+                if all(close(x, v) for x, v in zip(got, variant, strict=True)):
                     raise CheckFailed(message)
         if not close(got[2], expected[2]):
             if close(got[2], ref.attention.scores(hidden, memory, mask).nan_to_num(0.0, neginf=0.0)):

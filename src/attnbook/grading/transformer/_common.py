@@ -118,7 +118,7 @@ def block_case(seed, B, T, S, d_model, nh, d_ff, tgt_mask=False, memory_mask=Fal
 
 def sublayers(x, subs, norms, mode="post"):
     """Residual connections with LayerNorm around the sublayers ``subs``, as the paper has them (``"post"``) or not."""
-    for f, norm in zip(subs, norms):
+    for f, norm in zip(subs, norms, strict=True):
         if mode == "post":
             x = norm(x + f(x))  # the paper: LN(x + Sublayer(x))
         elif mode == "pre":

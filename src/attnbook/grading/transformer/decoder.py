@@ -16,8 +16,16 @@ from .._compare import close
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ._common import (
-    FFN_PROBLEM, FORBIDDEN_BLOCKS, MHA_PROBLEM, MODE_MESSAGES, TR, block_case, build_beside, run_block,
-    sublayer_problem, sublayers,
+    FFN_PROBLEM,
+    FORBIDDEN_BLOCKS,
+    MHA_PROBLEM,
+    MODE_MESSAGES,
+    TR,
+    block_case,
+    build_beside,
+    run_block,
+    sublayer_problem,
+    sublayers,
 )
 
 _FROM_MEMORY = ("cross-attention must take its keys and values from the encoder output memory, and only its "

@@ -19,7 +19,13 @@ from .._compare import close
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ._common import (
-    FORBIDDEN_BLOCKS, MODE_MESSAGES, TR, block_case, build_beside, encoder_sublayer_problem, run_block,
+    FORBIDDEN_BLOCKS,
+    MODE_MESSAGES,
+    TR,
+    block_case,
+    build_beside,
+    encoder_sublayer_problem,
+    run_block,
     sublayers,
 )
 

@@ -23,7 +23,12 @@ from .._compare import close
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ._common import (
-    FORBIDDEN_BLOCKS, TR, block_case, build_beside, encoder_sublayer_problem, run_block,
+    FORBIDDEN_BLOCKS,
+    TR,
+    block_case,
+    build_beside,
+    encoder_sublayer_problem,
+    run_block,
 )
 
 
@@ -48,7 +53,7 @@ def _axis_norm(norm: torch.nn.LayerNorm, dim: int) -> Callable:
 
 def _variant(x, subs, norms, mode):
     """Pre-norm blocks as students get them wrong, built from the reference's sublayers and norms."""
-    for f, norm in zip(subs, norms):
+    for f, norm in zip(subs, norms, strict=True):
         if mode == "post":
             x = norm(x + f(x))  # the paper's post-norm
         elif mode == "norm_after_add":

@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import torch
 
-from ..engine import Case, Mistake, Part, diagnose
 from .._compare import close
 from .._core import run_student
+from ..engine import Case, Mistake, Part, diagnose
 from ..errors import CheckFailed
 from ..steps import require_pair, require_shape, require_unchanged, snapshot
 from ._common import ATTENTION_KERNELS, REF, randn_strided

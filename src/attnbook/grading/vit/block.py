@@ -22,7 +22,13 @@ from .._compare import close
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..transformer._common import (
-    FORBIDDEN_BLOCKS, MHA_PROBLEM, TR, block_case, build_beside, run_block, sublayer_problem,
+    FORBIDDEN_BLOCKS,
+    MHA_PROBLEM,
+    TR,
+    block_case,
+    build_beside,
+    run_block,
+    sublayer_problem,
 )
 
 

@@ -58,7 +58,7 @@ def _draw(fn: Callable, x: torch.Tensor, ratio: float, seed: int, global_seed: i
         raise CheckFailed("random_masking should return three values (x_kept, mask, ids_restore)")
     names = ("x_kept (the first value returned)", "mask (the second value returned)",
              "ids_restore (the third value returned)")
-    return tuple(require_tensor(r, n) for r, n in zip(result, names))
+    return tuple(require_tensor(r, n) for r, n in zip(result, names, strict=True))
 
 
 def _kept_positions(x: torch.Tensor, x_kept: torch.Tensor) -> torch.Tensor:
@@ -147,7 +147,7 @@ def _check(fn: Callable) -> Callable:
             _statistics(mask, ratio)
         elif mode == "generator":
             again = _draw(fn, x, ratio, seed, seed + 2)  # the global generator must not matter
-            if not all(torch.equal(a, b) for a, b in zip((x_kept, ids_restore), (again[0], again[2]))):
+            if not all(torch.equal(a, b) for a, b in zip((x_kept, ids_restore), (again[0], again[2]), strict=True)):
                 raise CheckFailed("two calls with generators seeded alike gave different masks, so the draws do not "
                                   "follow the generator: draw the noise with torch.rand(..., generator=generator)")
             other = _draw(fn, x, ratio, seed + 1000, seed + 1)

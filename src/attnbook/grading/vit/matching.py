@@ -101,7 +101,7 @@ def _pairs(result: object, n: int, m: int) -> list[tuple[int, int]]:
     if not isinstance(result, tuple) or len(result) != 2:
         raise CheckFailed("hungarian_match should return a pair (rows, cols) of index tensors or lists")
     lists = []
-    for value, name in zip(result, ("rows", "cols")):
+    for value, name in zip(result, ("rows", "cols"), strict=True):
         if isinstance(value, torch.Tensor):
             if value.is_floating_point() or value.dim() != 1:
                 raise CheckFailed(f"{name} should be a 1-D tensor (or list) of integer indices")
@@ -114,7 +114,7 @@ def _pairs(result: object, n: int, m: int) -> list[tuple[int, int]]:
         raise CheckFailed("rows and cols should have the same length: one (row, column) pair each")
     if any(not 0 <= r < n for r in rows) or any(not 0 <= c < m for c in cols):
         raise CheckFailed("the indices are out of range: rows index the n rows of cost, cols its m columns")
-    return list(zip(rows, cols))
+    return list(zip(rows, cols, strict=True))
 
 
 def _check_assignment(fn: Callable, cost: torch.Tensor) -> None:
@@ -142,7 +142,7 @@ def _check_assignment(fn: Callable, cost: torch.Tensor) -> None:
 
 def _check_cost(fn: Callable, args: tuple, weights) -> None:
     before = snapshot(*args)
-    kwargs = {} if weights is None else dict(zip(("w_class", "w_l1", "w_giou"), weights))
+    kwargs = {} if weights is None else dict(zip(("w_class", "w_l1", "w_giou"), weights, strict=True))
     out = run_student(fn, *args, what="matching_cost", **kwargs)
     require_unchanged(before, *args, message="matching_cost changed its inputs in place; compute on new tensors")
     out = require_tensor(out, "the result of matching_cost")
