@@ -11,8 +11,10 @@ import exercise_harness as harness
 import pytest
 import torch
 
+import attnbook.alignment
 import attnbook.attention
 import attnbook.hard_attention
+from attnbook.grading import judge
 from attnbook.grading import rnn as checks
 from attnbook.grading.engine import Part
 from attnbook.grading.errors import CheckFailed
@@ -88,6 +90,30 @@ def test_references_themselves_are_trapped():
     with pytest.raises(CheckFailed, match="calls the reference implementation"):
         checks.check_additive_scores(Borrows)
     assert attnbook.attention.AdditiveAttention._score is Borrows._score  # restored afterwards
+
+
+def test_the_references_are_private_copies_of_their_home_modules():
+    """The alignment models live in attnbook.alignment (attnbook.attention re-exports them): the checker's
+    copy is of that module, and its copy of attnbook.rnn builds its decoders from the same copy."""
+    assert _common.ATT.__name__ == "attnbook.alignment" and _common.ATT is not attnbook.alignment
+    decoder = _common.RNN.AttentionDecoder(7, 4, 5, 6)
+    assert type(decoder.attention) is _common.ATT.AdditiveAttention
+    assert _common.ATT.AdditiveAttention is not attnbook.attention.AdditiveAttention
+
+
+def test_the_worker_gets_stubs_where_the_references_are_defined():
+    """Forbidden as the notebook names them (attnbook.attention.AdditiveAttention, attnbook.rnn.AttentionDecoder),
+    stubbed where they are defined (attnbook.alignment, attnbook.rnn_blocks); the re-exporting modules are as
+    written."""
+    sources, _ = judge.package_sources(_common.FORBIDDEN_SCORES)
+    assert "torch.tanh" not in sources["attnbook.alignment"] and "torch.softmax" not in sources["attnbook.alignment"]
+    assert "reference_called('attnbook.attention.AdditiveAttention')" in sources["attnbook.alignment"]
+    assert "reference_called('attnbook.alignment._AlignmentAttention')" in sources["attnbook.alignment"]
+    assert sources["attnbook.attention"] == (judge.PACKAGE / "attention.py").read_text()
+    sources, _ = judge.package_sources(checks.check_decoder_step.forbidden)
+    assert "GRUCell" not in sources["attnbook.rnn_blocks"]
+    assert "reference_called('attnbook.rnn.AttentionDecoder')" in sources["attnbook.rnn_blocks"]
+    assert "Seq2Seq" in sources["attnbook.rnn"] and "bridge" not in sources["attnbook.rnn"]
 
 
 def test_patching_the_public_module_does_not_fool_the_checker(monkeypatch):

@@ -246,3 +246,11 @@ def test_training_curves_rejects_bad_input():
         training_curves({"evals": [{"acc": 0.5}]})
     with pytest.raises(ValueError, match="smooth"):
         training_curves({"train_loss": [1.0, 0.5]}, smooth=0)
+
+
+def test_the_attention_plots_stay_importable_from_attnbook_plots():
+    import attnbook.attention_plots
+    import attnbook.plots
+
+    for name in attnbook.attention_plots.__all__:
+        assert getattr(attnbook.plots, name) is getattr(attnbook.attention_plots, name), name

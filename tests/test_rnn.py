@@ -429,3 +429,17 @@ def test_seq2seq_rejects_bad_inputs_and_configs() -> None:
         cfg = Seq2SeqConfig.preset(name, src_vocab_size=11, tgt_vocab_size=9)
         assert Seq2Seq(cfg)(ids([[4]]), ids([[BOS]])).shape == (1, 1, 9)
     assert Seq2SeqConfig(11, 9, hidden_size=7, bidirectional=False).replace(attention="dot").hidden_size == 7
+
+
+def test_the_split_modules_keep_every_name_importable_from_where_it_was():
+    """The alignment models moved to attnbook.alignment, the encoder and decoders to attnbook.rnn_blocks."""
+    import attnbook.alignment
+    import attnbook.attention
+    import attnbook.rnn
+    import attnbook.rnn_blocks
+
+    for home, old in ((attnbook.alignment, attnbook.attention), (attnbook.rnn_blocks, attnbook.rnn)):
+        for name in home.__all__:
+            assert getattr(old, name) is getattr(home, name), (old.__name__, name)
+    assert attnbook.attention._AlignmentAttention is attnbook.alignment._AlignmentAttention
+    assert attnbook.rnn._DecoderBase is attnbook.rnn_blocks._DecoderBase

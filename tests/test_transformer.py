@@ -372,3 +372,11 @@ def test_greedy_decode_rejects_bad_arguments() -> None:
         greedy_decode(model, src, BOS, 99, 5)
     with pytest.raises(TypeError, match="attnbook Transformer"):
         greedy_decode(nn.Linear(2, 2), src, BOS, EOS, 5)  # type: ignore[arg-type]
+
+
+def test_the_blocks_stay_importable_from_attnbook_transformer():
+    import attnbook.transformer
+    import attnbook.transformer_blocks
+
+    for name in attnbook.transformer_blocks.__all__:
+        assert getattr(attnbook.transformer, name) is getattr(attnbook.transformer_blocks, name), name

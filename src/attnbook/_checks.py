@@ -144,3 +144,20 @@ def float_tensor(
     ):
         raise ValueError(f"{name} must have shape {described or shape}, got {tuple(x.shape)}")
     return x
+
+
+def float_sequence(name: str, x: object) -> torch.Tensor:
+    """``x`` if it is a floating tensor of shape (..., length, width): an attention's query, keys or values.
+
+    >>> float_sequence("q", torch.zeros(3))
+    Traceback (most recent call last):
+    ...
+    ValueError: q must have shape (..., length, width), got (3,)
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if x.dim() < 2:
+        raise ValueError(f"{name} must have shape (..., length, width), got {tuple(x.shape)}")
+    return x

@@ -16,12 +16,15 @@ from .._compare import close
 from .._core import private_modules
 from ..errors import CheckFailed
 
-ATT, RNN, HARD = private_modules("attnbook.attention", "attnbook.rnn", "attnbook.hard_attention")
+# ATT: the alignment models (attnbook.alignment, re-exported by attnbook.attention); RNN's decoders use the same copy.
+ATT, RNN, HARD = private_modules("attnbook.alignment", "attnbook.rnn", "attnbook.hard_attention")
 
+# The public classes under the names the notebook gives them (attnbook.attention re-exports them), the shared
+# base at its home. The traps and the judge's stubs follow the objects to attnbook.alignment, where they live.
 FORBIDDEN_SCORES = (
     "attnbook.attention.AdditiveAttention",
     "attnbook.attention.LuongAttention",
-    "attnbook.attention._AlignmentAttention",
+    "attnbook.alignment._AlignmentAttention",
 )
 # exact_gradient stays: the notebook's own cell compares an estimate with it, and an answer that returns it
 # fails the estimator's check anyway (an estimate must vary from draw to draw).
