@@ -42,12 +42,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import platform
 
 import torch
 
 from attnbook.attention import fused_attention, scaled_dot_product_attention
-from attnbook.measure import median_seconds, peak_bytes
+from attnbook.measure import machine_header, median_seconds, peak_bytes
 from attnbook.runtime import get_device, seed_everything
 
 
@@ -72,8 +71,8 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     seed_everything(0)
     B, nh, hs = args.batch_size, args.heads, args.head_size
-    print(f"device {device} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} thread(s)), "
-          f"torch {torch.__version__}, q/k/v (B={B}, nh={nh}, T, hs={hs}) float32, forward under no_grad")
+    print(machine_header(device))
+    print(f"q/k/v (B={B}, nh={nh}, T, hs={hs}) float32, forward under no_grad")
     meter = "torch.cuda.max_memory_allocated" if device.type == "cuda" else "PeakTensorMemory (live ATen tensors)"
     print(f"memory: {meter}")
     header = (f"{'T':>5} | {'explicit ms':>11} {'fused ms':>9} {'time x':>7} | "

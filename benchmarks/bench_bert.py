@@ -5,7 +5,8 @@ chapter's word-level vocabulary of 8,000, packed rows of 64 tokens, dynamic
 80/10/10 masking, MLM only) for ``--seconds`` of wall-clock time with
 :func:`attnbook.bert.training.pretraining_loss`, and reports tokens/s,
 the achieved FLOP/s and that as a fraction of the matrix-multiply peak
-measured in the same run (as ``bench_gpt.py`` does).
+measured in the same run (:func:`attnbook.measure.matmul_peak`, as
+``bench_gpt.py`` does).
 
 FLOPs are counted as what the step really computes: ``6 N_enc + 12 L T C``
 per token for the encoder and pooler (:func:`attnbook.bert.estimate_flops_per_token`
@@ -30,7 +31,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 import torch
@@ -38,28 +38,8 @@ import torch
 from attnbook.bert import BertConfig, BertForPreTraining, estimate_flops_per_token
 from attnbook.bert.training import WordVocab, mlm_batch, pack_sentences, pretraining_loss, shakespeare_speeches
 from attnbook.data import load_movie_reviews, load_shakespeare
+from attnbook.measure import machine_header, matmul_peak, sync
 from attnbook.runtime import autocast, get_device
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def matmul_peak(device: torch.device, *, reps: int = 10) -> tuple[float, str]:
-    """Best FLOP/s of one big matmul: fp32 2048^2 on CPU, bf16 8192^2 on CUDA."""
-    n, dtype = (8192, torch.bfloat16) if device.type == "cuda" else (2048, torch.float32)
-    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
-    for _ in range(3):  # warm up
-        a @ b
-    sync(device)
-    best = math.inf
-    for _ in range(reps):
-        start = time.perf_counter()
-        a @ b
-        sync(device)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best, f"{n}x{n} {str(dtype).removeprefix('torch.')} matmul"
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -72,6 +52,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     device = get_device()
+    print(machine_header(device, notes=["bf16 autocast"] if device.type == "cuda" else ()))
 
     texts, _ = load_movie_reviews()
     lines = [line for speech in shakespeare_speeches(load_shakespeare()) for line in speech]
@@ -108,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     flops = (tokens * encoder_flops + chosen * head_flops) / elapsed
     peak, what = matmul_peak(device)
     result = dict(steps=steps, tokens_per_s=tokens / elapsed, flops=flops, peak=peak, mfu=flops / peak)
-    print(f"device {device}, {args.threads} thread(s), batch {args.batch_size} x {args.max_len} tokens")
+    print(f"batch {args.batch_size} x {args.max_len} tokens")
     print(f"{steps} steps in {elapsed:.1f} s: {tokens / elapsed:,.0f} tokens/s, "
           f"{flops / 1e9:.1f} GFLOP/s = {100 * flops / peak:.3g}% of the {what} peak ({peak / 1e9:.0f} GFLOP/s)")
     return result

@@ -28,11 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import multiprocessing
-import os
-import platform
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -40,6 +36,7 @@ import torch
 
 from attnbook import pretrained
 from attnbook.bert.training import WordVocab, bow_baseline, classifier_from_pretrained, encode_sentences, finetune
+from attnbook.measure import machine_header
 from attnbook.pretrained.bert_plays import CLS_LEN, LABEL_NAMES, genre_speeches, make, probe_accuracy
 
 FIELDS = ["start", "labels", "pooling", "finetune_lr", "seed", "best_step", "val_accuracy", "accuracy", "cpu_s"]
@@ -97,9 +94,7 @@ def main(argv: list[str] | None = None) -> None:
             for n, k in zip(sizes, steps, strict=True) for start in ("pretrained", "scratch")
             for pool in args.poolings.split(",") for lr in args.lrs.split(",") for seed in args.seeds.split(",")]
     out = open(args.out, "w", newline="")
-    cpu = platform.processor() or platform.machine()
-    out.write(f"# {' '.join(['python', *sys.argv])} | {cpu}, {os.cpu_count()} cores, 1 thread a run, "
-              f"torch {torch.__version__}, cpu | bert-plays {side['sha256'][:12]} | {datetime.date.today()}\n")
+    out.write(f"{machine_header(threads='1 thread a run')} | bert-plays {side['sha256'][:12]}\n")
     writer = csv.DictWriter(out, FIELDS)
     writer.writeheader()
     model = pretrained.load("bert-plays", folder=args.folder)

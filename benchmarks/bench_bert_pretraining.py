@@ -67,11 +67,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import multiprocessing
 import os
-import platform
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -93,6 +90,7 @@ from attnbook.bert.training import (
     unigram_mlm_loss,
 )
 from attnbook.data import load_movie_reviews, load_shakespeare, split
+from attnbook.measure import machine_header
 from attnbook.train import lr_factor
 
 FIELDS = ["pretrain_cpu_s", "pretrain_steps", "mlm_loss", "unigram_loss", "labels", "init", "finetune_lr",
@@ -164,12 +162,6 @@ def scratch_run(config: BertConfig, data: dict, seed: int) -> list[dict]:
                  accuracy=round(e["test_accuracy"], 4), finetune_cpu_s=cpu) for e in h.evals]
 
 
-def header(args: argparse.Namespace) -> str:
-    cpu = platform.processor() or platform.machine()
-    return (f"# {' '.join(['python', *sys.argv])} | {cpu}, {os.cpu_count()} cores (shared), 1 thread, "
-            f"torch {torch.__version__}, cpu | {datetime.date.today()}\n")
-
-
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.out is None:
@@ -198,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     config = BertConfig.preset("cpu-tiny", vocab_size=len(vocab))
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     out = open(args.out, "w", newline="")
-    out.write(header(args))
+    out.write(machine_header(threads=1) + "\n")
     if args.scratch_seeds:
         seeds = [int(x) for x in args.scratch_seeds.split(",")]
         spawn = multiprocessing.get_context("spawn")

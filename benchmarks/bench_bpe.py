@@ -26,7 +26,6 @@ the reference so that both see the same machine load.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import statistics
 import sys
@@ -36,6 +35,7 @@ from collections.abc import Callable
 import regex
 
 from attnbook.data import load_shakespeare
+from attnbook.measure import machine_header
 from attnbook.tokenizers import BPETokenizer, train_bpe, train_bpe_reference
 
 VOCAB_SIZE = 256 + 4096
@@ -106,7 +106,8 @@ def main() -> int:
     import tokenizers
 
     text = load_shakespeare()
-    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, tokenizers {tokenizers.__version__}, "
+    print(machine_header())
+    print(f"Python {platform.python_version()}, tokenizers {tokenizers.__version__}, "
           f"tiktoken {tiktoken.__version__}; Shakespeare: {len(text):,} characters; "
           f"vocab {VOCAB_SIZE} = 256 + {VOCAB_SIZE - 256}, pattern {PATTERN}; medians of {args.repeats}\n")
 

@@ -4,7 +4,8 @@ Trains :class:`attnbook.gpt.GPT` on the first 90 % of ``load_shakespeare()``
 (one token per character) for ``--seconds`` of wall-clock time and reports
 the loss on the last 10 %, the training throughput, the achieved FLOP/s
 (``GPT.estimate_flops_per_token`` x tokens/s) and that as a fraction of the
-matrix-multiply peak measured in the same run.
+matrix-multiply peak measured in the same run
+(:func:`attnbook.measure.matmul_peak`).
 
 * CPU (the course's target, 2 cores): fp32, preset ``cpu-fast``; target
   validation loss <= 1.90 within 40 s of training. The peak is the best
@@ -41,9 +42,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import math
-import os
-import platform
 import sys
 import time
 
@@ -51,6 +49,7 @@ import torch
 
 from attnbook.data import load_shakespeare
 from attnbook.gpt import GPT, GPTConfig, random_batch, stream_loss
+from attnbook.measure import machine_header, matmul_peak, sync
 from attnbook.runtime import autocast, free_cpus, get_device, seed_everything, set_threads
 from attnbook.tokenizers import CharTokenizer
 from attnbook.train import lr_factor
@@ -66,28 +65,6 @@ def encode_text(text: str) -> tuple[torch.Tensor, int]:
     """Character ids of the whole text (int64) and the vocabulary size."""
     tok = CharTokenizer.from_text(text)
     return torch.tensor(tok.encode(text), dtype=torch.long), tok.vocab_size
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def matmul_peak(device: torch.device, *, reps: int = 10) -> tuple[float, str]:
-    """Best FLOP/s of one big matmul: fp32 2048^2 on CPU, bf16 8192^2 on CUDA."""
-    n, dtype = (8192, torch.bfloat16) if device.type == "cuda" else (2048, torch.float32)
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
-    for _ in range(3):  # warm up: allocator, kernel selection, clocks
-        a @ b
-    sync(device)
-    best = math.inf
-    for _ in range(reps):
-        t = time.perf_counter()
-        a @ b
-        sync(device)
-        best = min(best, time.perf_counter() - t)
-    return 2 * n**3 / best, f"{n}x{n} {str(dtype).removeprefix('torch.')} matmul"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -149,12 +126,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     base_lrs = [g["lr"] for g in optimizer.param_groups]
     B, T = int(recipe["batch_size"]), config.block_size
     flops_per_token = model.estimate_flops_per_token()
+    made = machine_header(device, notes=["bf16 autocast"] if device.type == "cuda" else ())
     peak, peak_what = matmul_peak(device)
 
-    print(f"device {device} ({platform.processor() or platform.machine()}), torch {torch.__version__}, "
-          f"threads {torch.get_num_threads()}, os.cpu_count {os.cpu_count()}")
-    if device.type == "cuda":
-        print(f"       {torch.cuda.get_device_name(device)}")
+    print(made)
     print(f"data: {len(ids):,} characters, vocab {vocab_size}, train {len(train_ids):,} / "
           f"val {len(val_ids):,} ({data_seconds:.1f} s to load and encode)")
     print(f"model: {config}")

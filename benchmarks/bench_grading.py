@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from attnbook.measure import machine_header
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("catalogue", ROOT / "autograder" / "fixtures" / "catalogue.py")
@@ -40,7 +41,7 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
-    print(f"# {' '.join(sys.argv)} on {platform.machine()}, {os.cpu_count()} cores")
+    print(machine_header(threads=f"1 and {args.jobs} grading jobs"))
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         assignments = sorted(p.parent.name for p in (ROOT / "solutions").glob("*/exercises.ipynb"))

@@ -15,7 +15,8 @@ Throughput counts only the training steps (the clock stops for evaluations):
 tokens/s is ``steps x batch x 64 / seconds``, the achieved FLOP/s is
 ``GPT.estimate_flops_per_token(64) x tokens/s``, and MFU divides it by the
 best fp32 matmul FLOP/s measured in the same run (2048 x 2048; bf16 8192 x 8192
-on CUDA, where training runs under bf16 autocast), as in ``bench_gpt.py``.
+on CUDA, where training runs under bf16 autocast) by :func:`attnbook.measure.matmul_peak`,
+as in ``bench_gpt.py``.
 
 Targets (issue 11): test bits/dim <= 1.60 within 300 steps and <= 1.45 within
 600 steps, against the per-position histogram printed beside them.
@@ -30,7 +31,7 @@ does not overfit within that budget. On a busy machine the peak (best of two
 measurements, before and after training) is itself unreliable; one such run
 reported an MFU of 99 %, so compare MFU only on a quiet machine. The default run writes
 ``benchmarks/results/imagegpt_digits.csv`` (not in git); its first line records
-the command, the machine and these figures.
+the command, the machine (:func:`attnbook.measure.machine_header`) and these figures.
 
 Run::
 
@@ -43,8 +44,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -61,10 +60,8 @@ from attnbook.imagegpt import (
     next_pixel_loss,
     quantize_9bit,
 )
+from attnbook.measure import machine_header, matmul_peak, sync  # the same peak as chapter 4's benchmark
 from attnbook.runtime import autocast, get_device, seed_everything
-
-sys.path.insert(0, str(Path(__file__).parent))
-from bench_gpt import matmul_peak, sync  # the same peak as chapter 4's benchmark
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -105,10 +102,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     T = model.config.n_positions
     flops_per_token = model.gpt.estimate_flops_per_token(T)
+    made = machine_header(device, notes=["bf16 autocast"] if device.type == "cuda" else (),
+                          command=["python", "benchmarks/bench_imagegpt.py", *(argv or [])])
     peak, peak_what = matmul_peak(device)  # measured again after training; the higher one counts
     histogram = histogram_bits(tokens[train_idx], test, model.config.vocab_size)
-    print(f"device {device} ({platform.processor() or platform.machine()}), torch {torch.__version__}, "
-          f"threads {torch.get_num_threads()}, os.cpu_count {os.cpu_count()}")
+    print(made)
     print(f"data {args.data}: {len(train)} / {len(val)} / {len(test)} images of {T} tokens; "
           f"model {model.num_params():,} parameters, {flops_per_token / 1e6:.2f} MFLOP per token")
     print(f"per-position histogram: {histogram:.3f} bits/dim on test; uniform {math.log2(model.config.vocab_size):.3f}")
@@ -155,9 +153,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     out = Path(args.csv) if args.csv else RESULTS / f"imagegpt_{args.data}.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w") as f:
-        f.write(f"# {' '.join(['python', 'benchmarks/bench_imagegpt.py', *(argv or [])])}; {device} "
-                f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus, threads {args.threads}; "
-                f"{tok_per_s:.0f} tokens/s, MFU {achieved / peak:.3g}; histogram {histogram:.4f}\n")
+        f.write(f"{made} | {tok_per_s:.0f} tokens/s, MFU {achieved / peak:.3g}, histogram {histogram:.4f}\n")
         f.write("step,seconds,val_bpd,test_bpd\n")
         for e in evals:
             f.write(f"{e['step']},{e['seconds']:.2f},{e['val_bpd']:.4f},{e['test_bpd']:.4f}\n")

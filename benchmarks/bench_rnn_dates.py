@@ -39,16 +39,16 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import platform
 import sys
 import time
 
 import torch
 
 from attnbook.data import CharVocab, make_date_pairs, make_number_pairs
+from attnbook.measure import machine_header
 from attnbook.rnn import Seq2Seq, Seq2SeqConfig
 from attnbook.runtime import count_parameters, get_device, seed_everything
-from attnbook.seq2seq import LengthBuckets, accuracy_by_length, encode_pairs, exact_match, seq2seq_loss
+from attnbook.seq2seq import LengthBuckets, accuracy_table, encode_pairs, exact_match, seq2seq_loss
 from attnbook.train import Snapshots, fit
 
 # Edges of the input-length buckets (characters): lo <= length < hi; 999 is open-ended.
@@ -97,13 +97,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def by_length(hits: torch.Tensor, lengths: torch.Tensor, edges: list[int]) -> dict[str, tuple[float, int]]:
-    """'lo-hi' (inclusive) -> (accuracy, pairs) for the non-empty buckets of
-    :func:`attnbook.seq2seq.accuracy_by_length`."""
-    return {f"{b.lo}-{b.hi - 1}" if b.hi < 999 else f"{b.lo}+": (b.accuracy, b.count)
-            for b in accuracy_by_length(hits, lengths, edges) if b.count}
-
-
 def train_one(kind: str, args: argparse.Namespace, data: dict, device: torch.device) -> dict:
     seed_everything(args.seed)
     overrides = dict(attention=None if kind == "none" else kind, bidirectional=not args.unidirectional)
@@ -127,7 +120,7 @@ def train_one(kind: str, args: argparse.Namespace, data: dict, device: torch.dev
         if state is not None:
             probe.load_state_dict(state)
         hits = exact_match(probe, data["test_src"], data["test_tgt"], per_example=True)
-        return float(hits.float().mean()), by_length(hits, data["test_len"], data["edges"])
+        return float(hits.float().mean()), accuracy_table(hits, data["test_len"], data["edges"])
 
     rows = []
     for _, snapshot in sorted((c, s) for c, s in snapshots.latest.items() if c < history.seconds):
@@ -146,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     device = get_device() if args.device == "auto" else get_device(args.device)
 
+    made = machine_header(device)
     t0 = time.perf_counter()
     n = args.n_train + args.n_test
     if args.task == "numbers-mixed":
@@ -166,9 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {args.task}: {len(train)} train / {len(test)} held-out pairs, source vocab {len(src_vocab)}, "
           f"target vocab {len(tgt_vocab)}, made in {time.perf_counter() - t0:.1f} s")
     print(f"# e.g. {test[0][0]!r} -> {test[0][1]!r};  {test[1][0]!r} -> {test[1][1]!r}")
-    print(f"# torch {torch.__version__} on {device} ({platform.processor() or platform.machine()}), "
-          f"{torch.get_num_threads()} thread(s); budget "
-          f"{f'{args.seconds:g} s' if args.steps is None else f'{args.steps} steps'} per model; "
+    print(made)
+    print(f"# budget {f'{args.seconds:g} s' if args.steps is None else f'{args.steps} steps'} per model; "
           f"preset {args.preset!r}, batch {args.batch_size}, lr {args.lr:g}")
 
     results = []

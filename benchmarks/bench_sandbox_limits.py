@@ -22,7 +22,6 @@ import csv
 import functools
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -171,17 +170,11 @@ def sandbox_caps() -> list[dict]:
     return rows
 
 
-def machine() -> str:
-    import torch
-
-    load = os.getloadavg()[0]
-    return (f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-            f"sandbox {sandbox.isolation()}, load average {load:.1f} at start")
-
-
 def main() -> None:
     cap = int(sandbox.limits()["frame_mib"] * 2**20)
-    header = f"# {' '.join([Path(sys.executable).name, *sys.argv])} | {machine()}"
+    from attnbook.measure import machine_header  # imports torch, as the header names its version
+
+    header = machine_header(notes=[f"sandbox {sandbox.isolation()}"])
     rows = judge_memory(cap) + sandbox_caps()
     RESULTS.parent.mkdir(exist_ok=True)
     with open(RESULTS, "w", newline="") as fh:

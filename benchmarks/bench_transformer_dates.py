@@ -39,20 +39,20 @@ from __future__ import annotations
 
 import argparse
 import copy
-import platform
 import sys
 import time
 
 import torch
-from bench_rnn_dates import DATE_EDGES, by_length  # the same input-length buckets
 
 from attnbook.data import CharVocab, make_date_pairs
+from attnbook.measure import machine_header
 from attnbook.runtime import count_parameters, get_device, seed_everything
-from attnbook.seq2seq import LengthBuckets, encode_pairs, exact_match, seq2seq_loss
+from attnbook.seq2seq import LengthBuckets, accuracy_table, encode_pairs, exact_match, seq2seq_loss
 from attnbook.train import Snapshots, fit
 from attnbook.transformer import Transformer, TransformerConfig
 
 RNN_N_TRAIN = 20000  # bench_rnn_dates.py trains on the first 20,000 pairs and tests on the next ones
+DATE_EDGES = [1, 11, 16, 21, 26, 31, 999]  # bench_rnn_dates.py's input-length buckets, as its table
 
 # What each device trains by default; every field can be overridden on the command line.
 RECIPES: dict[str, dict[str, object]] = {
@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cpu":
         torch.set_num_threads(args.threads)
     clock = time.perf_counter if args.clock == "wall" else time.process_time
+    made = machine_header(device)
 
     # Held-out: pairs 20,000 .. 21,999 of make_date_pairs(seed), exactly bench_rnn_dates.py's test set
     # (make_date_pairs(n) is a prefix of make_date_pairs(n + m)); training: every other pair made.
@@ -123,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     batches = LengthBuckets(src, tgt, args.batch_size, seed=args.seed)
     print(f"# dates: {len(train)} train / {len(test)} held-out pairs, vocab {len(src_vocab)} -> {len(tgt_vocab)}")
-    print(f"# torch {torch.__version__} on {device} ({platform.processor() or platform.machine()}), "
-          f"{torch.get_num_threads()} thread(s); budget {args.seconds:g} s ({args.clock} clock)")
+    print(made)
+    print(f"# budget {args.seconds:g} s ({args.clock} clock)")
     print(f"# {args.preset} d_ff={cfg.d_ff} layers={cfg.num_encoder_layers}+{cfg.num_decoder_layers} "
           f"norm_first={cfg.norm_first} positions={cfg.positions}: {count_parameters(model):,} parameters; "
           f"batch {args.batch_size}, peak lr {args.lr:g}, warmup {args.warmup:.0%} then cosine (by budget fraction)")
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             probe = copy.deepcopy(model)
             probe.load_state_dict(state)
         hits = exact_match(probe, test_src, test_tgt, per_example=True)
-        return float(hits.float().mean()), by_length(hits, test_len, DATE_EDGES)
+        return float(hits.float().mean()), accuracy_table(hits, test_len, DATE_EDGES)
 
     rows = [(s.seconds, int(history.evals[s.index]["step"]), *evaluate(s.state))
             for _, s in sorted(snapshots.latest.items())]

@@ -65,8 +65,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -75,6 +73,7 @@ import numpy as np
 import torch
 
 from attnbook.data import load_digits, load_mnist5k, make_square_scenes
+from attnbook.measure import machine_header
 from attnbook.train import fit
 from attnbook.vit import MAE, ViT, ViTConfig, attention_maps, attention_rollout, class_token_share, patchify
 from attnbook.vit.classify import shifted_batches, train_classifier
@@ -88,13 +87,6 @@ FIELDS = ["part", "model", "data_fraction", "max_shift", "steps", "cpu_seconds",
 DEVICE = torch.device("cpu")  # where models train: main()'s --device
 
 
-def machine() -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    gpu = f", {torch.cuda.get_device_name(DEVICE)}, bf16 autocast" if DEVICE.type == "cuda" else ""
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch "
-            f"{torch.__version__}, {torch.get_num_threads()} thread{gpu}, load average {load:.1f} at start")
-
-
 class Rows:
     """Rows of one part, each written to ``results/vit_<part>.csv`` (``_cuda.csv`` on the GPU) when measured."""
 
@@ -102,7 +94,7 @@ class Rows:
         RESULTS.mkdir(exist_ok=True)
         self.path = RESULTS / f"vit_{part}{'_cuda' if DEVICE.type == 'cuda' else ''}.csv"
         with open(self.path, "w", newline="") as f:
-            f.write(f"# .venv/bin/python benchmarks/bench_vit.py {' '.join(sys.argv[1:])} | {machine()}\n")
+            f.write(machine_header(DEVICE, notes=["bf16 autocast"] if DEVICE.type == "cuda" else ()) + "\n")
             csv.DictWriter(f, FIELDS).writeheader()
 
     def add(self, row: dict[str, object]) -> None:

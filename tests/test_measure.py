@@ -1,7 +1,9 @@
-"""attnbook.measure: peak tensor memory and median timings."""
+"""attnbook.measure: peak tensor memory, timings, the matmul peak and the benchmarks' machine line."""
 
 from __future__ import annotations
 
+import datetime
+import os
 from functools import partial
 
 import pytest
@@ -9,7 +11,8 @@ import torch
 
 from attnbook import measure
 from attnbook.attention import fused_attention, scaled_dot_product_attention
-from attnbook.measure import PeakTensorMemory, median_seconds, peak_bytes
+from attnbook.measure import PeakTensorMemory, machine_header, matmul_peak, median_seconds, peak_bytes, sync
+from attnbook.results import committed_results, provenance
 
 
 def test_peak_counts_live_storages_once_and_frees_them() -> None:
@@ -65,3 +68,52 @@ def test_peak_bytes_on_cuda_matches_the_allocation() -> None:
         pytest.skip("needs CUDA")
     n = 1 << 20
     assert peak_bytes(lambda: torch.empty(n, device="cuda"), "cuda") >= 4 * n
+
+
+def test_matmul_peak_times_the_best_of_its_repeats(monkeypatch) -> None:
+    ticks = iter([0.0, 4.0, 10.0, 12.0])  # two timed multiplies: 4 s, then 2 s
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: next(ticks))
+    flops, what = matmul_peak("cpu", reps=2, size=16)
+    assert (flops, what) == (2 * 16**3 / 2.0, "16x16 float32 matmul")
+    with pytest.raises(ValueError, match="reps must be a positive int"):
+        matmul_peak("cpu", reps=0)
+    with pytest.raises(ValueError, match="size must be a positive int"):
+        matmul_peak("cpu", size=0)
+    sync("cpu")  # nothing queued on the CPU: returns at once
+
+
+def test_machine_header_says_command_machine_and_date() -> None:
+    line = machine_header(threads=2, notes=["bf16 autocast"], command=["python", "benchmarks/bench_x.py", "-q"],
+                          today=datetime.date(2026, 1, 2))
+    assert line.startswith("# python benchmarks/bench_x.py -q | ") and line.endswith(" | 2026-01-02")
+    machine = line.split(" | ")[1].split(", ")
+    assert machine[1:6] == [f"{os.cpu_count()} cores", "2 threads", f"torch {torch.__version__}", "cpu",
+                            "bf16 autocast"]
+    assert machine_header(threads="1 thread a run").split(" | ")[1].split(", ")[2] == "1 thread a run"
+    assert f"{torch.get_num_threads()} thread" in machine_header()
+    with pytest.raises(TypeError, match="threads must be a count or words"):
+        machine_header(threads=True)
+
+
+def test_machine_header_reads_back_as_the_pages_read_it(tmp_path, monkeypatch) -> None:
+    """The line heads a results CSV; committed_results and provenance read it as they read the older lines."""
+    folder = tmp_path / "benchmarks" / "results"
+    folder.mkdir(parents=True)
+    line = machine_header(threads=1, command=[".venv/bin/python", "benchmarks/bench_x.py", "--fast"])
+    (folder / "x.csv").write_text(line + " | checkpoint abc\nname,value\na,1\n")
+    monkeypatch.chdir(tmp_path)
+    made_by, rows = committed_results("x.csv")
+    assert rows == [{"name": "a", "value": "1"}] and made_by == line.removeprefix("# ") + " | checkpoint abc"
+    text = provenance(made_by, width=1000)
+    cpu = made_by.split(" | ")[1].split(",")[0]
+    assert text == (f"made by benchmarks/bench_x.py --fast; on {cpu}, {os.cpu_count()} cores, 1 thread, "
+                    f"torch {torch.__version__}, cpu | checkpoint abc")
+
+
+@pytest.mark.gpu
+def test_matmul_peak_and_machine_header_on_cuda() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    flops, what = matmul_peak("cuda", reps=2, size=1024)
+    assert flops > 1e11 and what == "1024x1024 bfloat16 matmul"
+    assert f"cuda ({torch.cuda.get_device_name()})" in machine_header("cuda")

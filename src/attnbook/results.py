@@ -49,20 +49,24 @@ def committed_results(name: str) -> tuple[str, list[dict[str, str]]]:
 def provenance(*made_by: str, width: int = 78) -> str:
     """Which commands made these tables, and on which machines, each said once and wrapped at ``width``.
 
-    The Python executable and the load average at each start are left out: a page that reads several
-    tables prints one short paragraph instead of a header line per table.
+    The Python executable, the load average at each start and the date (the
+    lines of :func:`attnbook.measure.machine_header` end with it) are left
+    out: a page that reads several tables prints one short paragraph instead
+    of a header line per table.
 
     >>> print(provenance(
     ...     ".venv/bin/python benchmarks/bench_vit.py seeds | x86_64, 2 cores, load average 1.6 at start",
-    ...     ".venv/bin/python benchmarks/bench_vit.py longer | x86_64, 2 cores, load average 0.1 at start"))
-    made by benchmarks/bench_vit.py seeds; benchmarks/bench_vit.py longer; on
-    x86_64, 2 cores
+    ...     ".venv/bin/python benchmarks/bench_vit.py longer | x86_64, 2 cores, load average 0.1 at start",
+    ...     "python benchmarks/bench_vit.py mae | x86_64, 2 cores, load average 0.4 at start | 2026-11-26"))
+    made by benchmarks/bench_vit.py seeds; benchmarks/bench_vit.py longer;
+    benchmarks/bench_vit.py mae; on x86_64, 2 cores
     """
     commands, machines = [], []
     for line in made_by:
         command, _, machine = line.partition(" | ")
         command = re.sub(r"^\S*python\S*\s+", "", command)
         machine = re.sub(r",?\s*load average [\d.]+ at start", "", machine)
+        machine = re.sub(r"\s*\|\s*\d{4}-\d{2}-\d{2}(?=\s*(\||$))", "", machine)  # the date section
         commands += [command] if command not in commands else []
         machines += [machine] if machine and machine not in machines else []
     text = "made by " + "; ".join(commands) + ("; on " + " and ".join(machines) if machines else "")

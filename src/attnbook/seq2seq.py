@@ -8,8 +8,8 @@ They work for chapter 1's recurrent :class:`attnbook.rnn.Seq2Seq` and chapter
   similar lengths;
 * :func:`seq2seq_loss` is the teacher-forced cross-entropy, shaped to be
   :func:`attnbook.train.fit`'s ``loss_fn``;
-* :func:`exact_match`, :func:`accuracy_by_length` and :func:`translate` score
-  and run greedy decoding, through each model's own ``greedy_decode``
+* :func:`exact_match`, :func:`accuracy_by_length` (:func:`accuracy_table` for a
+  printed table) and :func:`translate` score and run greedy decoding, through each model's own ``greedy_decode``
   (:func:`attnbook.rnn.greedy_decode`, :func:`attnbook.transformer.greedy_decode`).
 
 Both models read ``forward(src, tgt_in) -> logits`` (B, T, V) and carry a
@@ -42,6 +42,7 @@ __all__ = [
     "exact_match",
     "LengthBucket",
     "accuracy_by_length",
+    "accuracy_table",
     "translate",
 ]
 
@@ -294,6 +295,20 @@ def accuracy_by_length(hits: torch.Tensor, lengths: torch.Tensor, edges: Sequenc
         n = int(sel.sum())
         rows.append(LengthBucket(lo, hi, float(hits[sel].float().mean()) if n else float("nan"), n))
     return rows
+
+
+def accuracy_table(hits: torch.Tensor, lengths: torch.Tensor, edges: Sequence[int]) -> dict[str, tuple[float, int]]:
+    """:func:`accuracy_by_length` as the benchmarks print it: ``"lo-hi"`` -> ``(accuracy, count)``.
+
+    Both lengths of a label are included; empty buckets are left out, and a
+    last edge of 999 or more stands for "and longer" (``"lo+"``).
+
+    >>> hits = torch.tensor([True, True, False, True, False])
+    >>> accuracy_table(hits, torch.tensor([3, 4, 12, 15, 45]), [0, 10, 20, 30, 999])
+    {'0-9': (1.0, 2), '10-19': (0.5, 2), '30+': (0.0, 1)}
+    """
+    return {f"{b.lo}-{b.hi - 1}" if b.hi < 999 else f"{b.lo}+": (b.accuracy, b.count)
+            for b in accuracy_by_length(hits, lengths, edges) if b.count}
 
 
 def translate(
