@@ -18,6 +18,7 @@ import torch
 
 import attnbook.attention
 from attnbook import grading
+from attnbook.grading import _shared
 from attnbook.grading._core import references_trapped, run_student
 from attnbook.grading.engine import Case, score_cases
 from attnbook.grading.errors import CheckFailed
@@ -323,7 +324,7 @@ def test_a_row_lookup_fails_and_every_product_passes(capsys):
 def test_the_prenorm_reference_is_x_plus_sublayer_of_layernorm_and_each_variant_differs():
     seed, sizes, x, _, mask, _ = prenorm.CHECK.hidden[0].make()
     *dims, dropout = sizes
-    ref = _common.randomize(_common.TR.EncoderBlock(*dims, dropout=dropout, norm_first=True), seed).eval()
+    ref = _shared.randomize(_common.TR.EncoderBlock(*dims, dropout=dropout, norm_first=True), seed).eval()
     subs, norms = (lambda h: ref.self_attn(h, mask=mask)[0], ref.ffn), (ref.norm1, ref.norm2)
     with torch.no_grad():
         expected = ref(x, mask)

@@ -8,7 +8,8 @@ points earned. Each check is a :class:`~attnbook.grading.engine.Part`.
 Where things live:
 
 * :mod:`.engine` (``Case``, ``Part``, ``score_cases``), :mod:`.steps`,
-  :mod:`._core` and :mod:`._compare`: what every part shares;
+  :mod:`._core` and :mod:`._compare`: what every part shares; :mod:`._shared`:
+  the helpers that several chapters' parts share;
 * one subpackage per chapter, one module per graded part, named after the
   package module it grades: :mod:`.rnn` (chapter 1), :mod:`.transformer`
   (chapter 2; its first eight checks are also importable from here, as

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 from .._core import private_modules
 
 # The checks' own copies: a notebook that patched the public modules changes nothing here.
@@ -17,8 +15,3 @@ def small_config(**overrides: object):
     fields = dict(vocab_size=23, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16,
                   max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     return BERT.BertConfig(**{**fields, **overrides})
-
-
-def available(paths: tuple[str, ...]) -> tuple[str, ...]:
-    """The dotted names in ``paths`` whose top-level package is installed (optional libraries)."""
-    return tuple(p for p in paths if importlib.util.find_spec(p.split(".", 1)[0]) is not None)

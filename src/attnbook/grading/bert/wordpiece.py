@@ -16,9 +16,10 @@ import operator
 from collections.abc import Callable
 
 from .._core import run_student
+from .._shared import available
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
-from ._common import WP, available
+from ._common import WP
 
 BASE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "una", "##ff", "##a", "##able", "##aff", "##f", "a",
         "play", "p", "##l", "##ay", "##ing", "##in", "##g", "pl", "##s", "s", "##i", "##n"]

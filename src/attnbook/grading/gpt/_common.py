@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Sequence
 
 from .._core import private_modules
+from .._shared import available
 from ..errors import CheckFailed
 
 # The checks' own copies of the references: a notebook that patched the public modules changes nothing here.
@@ -13,11 +13,6 @@ TOK, GPT = private_modules("attnbook.tokenizers", "attnbook.gpt")
 
 N_BYTES = 256
 Pair = tuple[int, int]
-
-
-def available(paths: Sequence[str]) -> tuple[str, ...]:
-    """The dotted names in ``paths`` whose top-level package is installed (optional libraries)."""
-    return tuple(p for p in paths if importlib.util.find_spec(p.split(".", 1)[0]) is not None)
 
 
 # Libraries that would do a BPE part's whole job: tiktoken's Encoding (and its Rust core) encodes and decodes

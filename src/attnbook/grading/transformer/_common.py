@@ -1,25 +1,33 @@
-"""What several of chapter 2's parts share: private references, random inputs, modules built beside a reference.
+"""What several of chapter 2's parts share: private references, token ids, the post-norm blocks' variants.
 
 The checks compare the student's objects with private copies of
 :mod:`attnbook.attention`, :mod:`attnbook.positional` and
 :mod:`attnbook.transformer` (:data:`REF`, :data:`POS`, :data:`TR`), so that a
-notebook that patches the public modules changes nothing here.
+notebook that patches the public modules changes nothing here. What other
+chapters share with this one (random inputs, blocks built beside a reference)
+is in :mod:`attnbook.grading._shared`.
 
->>> x = randn_strided((2, 3, 4), torch.Generator().manual_seed(0), swap=(0, 1))
->>> tuple(x.shape), x.is_contiguous()
-((2, 3, 4), False)
+>>> ids = token_ids(0, 2, 5, pad_id=0, lengths=(5, 3))
+>>> tuple(ids.shape), ids[1, 3:].tolist(), bool((ids[0] != 0).all())
+((2, 5), [0, 0], True)
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from .._compare import close, require_tensor
-from .._core import build_loaded, private_modules, run_method, run_student
-from ..errors import CheckFailed
-from ..steps import require_shape
+from .._core import private_modules
+
+# The names marked noqa are only re-exported for chapter 6's vit/block.py, which still imports them from
+# here; everything else imports them from .._shared.
+from .._shared import (
+    FORBIDDEN_BLOCKS,  # noqa: F401
+    MHA_PROBLEM,
+    block_case,  # noqa: F401
+    build_beside,  # noqa: F401
+    run_block,  # noqa: F401
+    sublayer_problem,
+)
 
 REF, POS, TR = private_modules("attnbook.attention", "attnbook.positional", "attnbook.transformer")
 
@@ -30,34 +38,6 @@ ATTENTION_KERNELS = (
     "_scaled_dot_product_flash_attention_for_cpu",
     "_native_multi_head_attention",
 )
-FORBIDDEN_BLOCKS = (
-    "attnbook.transformer.EncoderBlock",
-    "attnbook.transformer.DecoderBlock",
-    "attnbook.transformer.Transformer",
-    "torch.nn.TransformerEncoderLayer",
-    "torch.nn.TransformerDecoderLayer",
-    "torch.nn.TransformerEncoder",
-    "torch.nn.TransformerDecoder",
-    "torch.nn.Transformer",
-)
-
-
-def randn_strided(shape: tuple[int, ...], g: torch.Generator, dtype=torch.float32, swap=None) -> torch.Tensor:
-    """Standard normal values of ``shape``; with ``swap=(a, b)``, drawn with axes a and b swapped and
-    transposed back, so that the result is a non-contiguous view (as after a transpose in the student's caller)."""
-    if swap is None:
-        return torch.randn(*shape, generator=g, dtype=dtype)
-    a, b = swap
-    drawn = list(shape)
-    drawn[a], drawn[b] = drawn[b], drawn[a]
-    return torch.randn(*drawn, generator=g, dtype=dtype).transpose(a, b)
-
-
-def random_padding(g: torch.Generator, B: int, L: int) -> torch.Tensor:
-    """A (B, 1, L) padding mask, True at the real positions; the first sequence has padding."""
-    lengths = torch.randint(1, L + 1, (B,), generator=g)
-    lengths[0] = max(1, L - 2)
-    return (torch.arange(L) < lengths[:, None]).unsqueeze(1)  # (B, 1, L)
 
 
 def token_ids(seed: int, B: int, S: int, pad_id: int, vocab: int = 9, lengths: tuple[int, ...] | None = None):
@@ -72,48 +52,7 @@ def token_ids(seed: int, B: int, S: int, pad_id: int, vocab: int = 9, lengths: t
     return ids
 
 
-def randomize(module: torch.nn.Module, seed: int) -> torch.nn.Module:
-    """Give every parameter a seeded random value (LayerNorm gains near 1, small biases)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            noise = torch.randn(p.shape, generator=g, dtype=torch.float64)
-            if p.dim() == 2:
-                p.copy_(noise / math.sqrt(p.shape[1]))
-            elif "norm" in name and name.endswith("weight"):
-                p.copy_(1.0 + 0.3 * noise)
-            else:
-                p.copy_(0.2 * noise)
-    return module
-
-
-def build_beside(cls: object, reference: torch.nn.Module, sizes: tuple, seed: int, dtype: torch.dtype, what: str):
-    """The student's ``cls(*sizes)`` and ``reference`` (randomised by ``seed``), same weights, ``dtype``, eval mode."""
-    names = {2: "(d_model, num_heads)", 3: "(d_model, num_heads, d_ff)"}
-    ref = randomize(reference, seed).to(dtype).eval()
-    return build_loaded(cls, sizes, ref, dtype, what, names.get(len(sizes), "")), ref
-
-
 # ------------------------------------------------------------------ the blocks (Parts 7 to 9)
-
-
-def block_case(seed, B, T, S, d_model, nh, d_ff, tgt_mask=False, memory_mask=False, dtype=torch.float32,
-               swap=False):
-    """Encoder (S is None): x (B, T, C) and a mask. Decoder: x (B, T, C), memory (B, S, C), two masks.
-
-    ``swap``: x and memory are non-contiguous (B, L, C) views of (L, B, C) tensors.
-    """
-
-    def make():
-        g = torch.Generator().manual_seed(seed)
-        axes = (0, 1) if swap else None
-        x = randn_strided((B, T, d_model), g, dtype, axes)
-        memory = None if S is None else randn_strided((B, S, d_model), g, dtype, axes)
-        m1 = random_padding(g, B, T) if tgt_mask else None
-        m2 = random_padding(g, B, S) if memory_mask else None
-        return seed, (d_model, nh, d_ff), x, memory, m1, m2
-
-    return make
 
 
 def sublayers(x, subs, norms, mode="post"):
@@ -136,41 +75,7 @@ MODE_MESSAGES = {
     "no_residual": "the residual connection is missing: add the sublayer's input back, LayerNorm(x + Sublayer(x))",
     "norm_inside": "LayerNorm must normalise the sum x + Sublayer(x), not the sublayer's output alone",
 }
-MHA_PROBLEM = ("{name} does not match the reference MultiHeadAttention: fix Part 6 first (or use "
-               "attnbook.attention.MultiHeadAttention in the block)")
 FFN_PROBLEM = "ffn does not match the feed-forward network fc2(relu(fc1(x)))"
-
-
-def run_block(module, ref, x: torch.Tensor, extra: tuple, kwargs: dict, what: str, **ref_kwargs):
-    """The student's block on copies of ``x`` and ``extra`` (and ``kwargs``), checked against the reference's output
-    shape and dtype; returns ``(out, expected)``."""
-    with torch.no_grad():
-        result = run_student(module, x.clone(), *(t.clone() for t in extra), what=f"{what}.forward",
-                             **{k: v.clone() for k, v in kwargs.items() if v is not None})
-        expected = ref(x, *extra, *kwargs.values(), **ref_kwargs)
-    if isinstance(result, tuple):
-        raise CheckFailed(f"{what} should return only the output tensor (B, T, d_model), not a tuple")
-    out = require_tensor(result, f"the output of {what}")
-    require_shape(out, expected.shape, f"the output of {what} should have shape (B, T, d_model), the shape of x")
-    if out.dtype != expected.dtype:
-        raise CheckFailed(f"for {expected.dtype} inputs the output should be {expected.dtype} too")
-    return out, expected
-
-
-def sublayer_problem(module, checks) -> str | None:
-    """The message of the first ``(name, reference sublayer, args, kwargs, message)`` in ``checks`` whose student
-    submodule ``name`` runs and disagrees with the reference; None if none does."""
-    for name, ref_sub, args, kwargs, message in checks:
-        try:
-            with torch.no_grad():
-                mine = run_method(module, name, *args, what=name, **kwargs)
-                theirs = ref_sub(*args, **kwargs)
-        except CheckFailed:
-            continue  # no such submodule, or one that does not run alone: judge the block as a whole
-        mine, theirs = (r[0] if isinstance(r, tuple) else r for r in (mine, theirs))
-        if not (type(mine) is torch.Tensor and close(mine, theirs)):
-            return message
-    return None
 
 
 def encoder_sublayer_problem(module, ref, x: torch.Tensor, mask) -> str | None:

@@ -13,20 +13,10 @@ from collections.abc import Callable
 import torch
 
 from .._compare import close
+from .._shared import FORBIDDEN_BLOCKS, MHA_PROBLEM, block_case, build_beside, run_block, sublayer_problem
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
-from ._common import (
-    FFN_PROBLEM,
-    FORBIDDEN_BLOCKS,
-    MHA_PROBLEM,
-    MODE_MESSAGES,
-    TR,
-    block_case,
-    build_beside,
-    run_block,
-    sublayer_problem,
-    sublayers,
-)
+from ._common import FFN_PROBLEM, MODE_MESSAGES, TR, sublayers
 
 _FROM_MEMORY = ("cross-attention must take its keys and values from the encoder output memory, and only its "
                 "queries from the decoder")

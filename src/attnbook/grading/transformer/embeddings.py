@@ -27,10 +27,10 @@ import torch
 
 from .._compare import close, require_tensor
 from .._core import run_student
+from .._shared import randn_strided
 from ..engine import Case, Part
 from ..errors import CheckFailed
 from ..steps import require_shape, require_unchanged, snapshot
-from ._common import randn_strided
 
 FORBIDDEN = ("torch.nn.functional.embedding", "torch.nn.Embedding", "torch.embedding")
 

@@ -16,18 +16,10 @@ from collections.abc import Callable
 import torch
 
 from .._compare import close
+from .._shared import FORBIDDEN_BLOCKS, block_case, build_beside, run_block
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
-from ._common import (
-    FORBIDDEN_BLOCKS,
-    MODE_MESSAGES,
-    TR,
-    block_case,
-    build_beside,
-    encoder_sublayer_problem,
-    run_block,
-    sublayers,
-)
+from ._common import MODE_MESSAGES, TR, encoder_sublayer_problem, sublayers
 
 
 def _check(cls: Callable) -> Callable:

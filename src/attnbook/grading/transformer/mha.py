@@ -19,10 +19,11 @@ import torch
 
 from .._compare import close
 from .._core import run_student
+from .._shared import FORBIDDEN_BLOCKS, build_beside, randn_strided, random_padding
 from ..engine import Case, Mistake, Part, diagnose
 from ..errors import CheckFailed
 from ..steps import require_pair, require_shape
-from ._common import ATTENTION_KERNELS, FORBIDDEN_BLOCKS, REF, build_beside, randn_strided, random_padding
+from ._common import ATTENTION_KERNELS, REF
 
 
 def _mha_case(seed, B, T, S, d_model, nh, mask="none", dtype=torch.float32, swap=False):

@@ -20,16 +20,10 @@ from collections.abc import Callable
 import torch
 
 from .._compare import close
+from .._shared import FORBIDDEN_BLOCKS, block_case, build_beside, run_block
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
-from ._common import (
-    FORBIDDEN_BLOCKS,
-    TR,
-    block_case,
-    build_beside,
-    encoder_sublayer_problem,
-    run_block,
-)
+from ._common import TR, encoder_sublayer_problem
 
 
 def _case(seed, B, T, d_model, nh, d_ff, dropout=0.0, *, mask=False, dtype=torch.float32, swap=False):

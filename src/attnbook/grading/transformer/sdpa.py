@@ -17,10 +17,11 @@ import torch
 
 from .._compare import close
 from .._core import run_student
+from .._shared import randn_strided
 from ..engine import Case, Mistake, Part, diagnose
 from ..errors import CheckFailed
 from ..steps import require_pair, require_shape, require_unchanged, snapshot
-from ._common import ATTENTION_KERNELS, REF, randn_strided
+from ._common import ATTENTION_KERNELS, REF
 
 FORBIDDEN = (
     "attnbook.attention.scaled_dot_product_attention",

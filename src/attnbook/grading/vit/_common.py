@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from .._core import private_modules
-from ..transformer._common import randn_strided
+from .._shared import randn_strided
 
 (VIT,) = private_modules("attnbook.vit")
 

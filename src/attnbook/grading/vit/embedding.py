@@ -20,10 +20,10 @@ from torch import nn
 
 from .._compare import close, require_tensor
 from .._core import build_loaded, run_student
+from .._shared import randomize
 from ..engine import Case, Part
 from ..errors import CheckFailed
 from ..steps import require_shape
-from ..transformer._common import randomize
 from ._common import LAYOUT_MESSAGES, cut, images
 
 

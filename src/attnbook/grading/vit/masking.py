@@ -26,10 +26,10 @@ import torch
 
 from .._compare import require_tensor
 from .._core import run_student
+from .._shared import randn_strided
 from ..engine import Case, Part
 from ..errors import CheckFailed
 from ..steps import require_shape, require_unchanged, snapshot
-from ..transformer._common import randn_strided
 
 Z = 6.0  # standard errors allowed for chance
 STATS_ROWS, STATS_N = 3000, 8

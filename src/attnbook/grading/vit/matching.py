@@ -21,9 +21,9 @@ import torch
 
 from .._compare import close, require_tensor
 from .._core import run_student
+from .._shared import available
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
-from ..gpt._common import available
 from ..steps import require_shape, require_unchanged, snapshot
 from ._common import VIT
 
