@@ -1,12 +1,14 @@
-"""What several of chapter 6's parts share: the private reference, random images, patch layouts.
+"""What several of chapter 6's parts share: the private references, random images, patch layouts.
 
-The checks compare the student's objects with a private copy of
-:mod:`attnbook.vit` (:data:`VIT`), so that a notebook that patches the public
-package changes nothing here.
+The checks compare the student's objects with private copies of
+:mod:`attnbook.vit` and :mod:`attnbook.transformer` (:data:`VIT`, :data:`TR`),
+so that a notebook that patches the public packages changes nothing here.
 
 >>> x = images(0, 2, 3, 4, 8)()[0]
 >>> tuple(x.shape), torch.equal(cut(x, 2), VIT.patchify(x, 2))
 ((2, 3, 4, 8), True)
+>>> VIT.model.EncoderBlock is TR.EncoderBlock
+True
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import torch
 from .._core import private_modules
 from .._shared import randn_strided
 
-(VIT,) = private_modules("attnbook.vit")
+# imported together, so that VIT's blocks are TR's EncoderBlock
+VIT, TR = private_modules("attnbook.vit", "attnbook.transformer")
 
 
 def images(seed: int, B: int, C: int, H: int, W: int, P: int | None = None, dtype=torch.float32,
