@@ -18,7 +18,6 @@ import exercise_harness as harness
 import pytest
 import torch
 
-import attnbook.grading as grading_root
 from attnbook.grading import judge
 
 # assignment -> its grading package, attnbook.grading.<package>
@@ -69,9 +68,8 @@ def test_every_test_cell_calls_an_exported_check_of_its_chapter(assignment):
     assert used == sorted(exported)  # each exported check grades exactly one part
     for gid, (check, _) in ex.checks.items():
         assert getattr(grading, check.name) is check and check.visible and check.hidden, gid
-        source = ex.test_cells[gid].source  # imported from the chapter's package, or from attnbook.grading
-        assert f"from attnbook.grading.{package} import check_" in source or (
-            "from attnbook.grading import check_" in source and getattr(grading_root, check.name) is check), gid
+        source = ex.test_cells[gid].source  # imported from the chapter's package
+        assert f"from attnbook.grading.{package} import check_" in source, gid
 
 
 @pytest.mark.parametrize("assignment", CHAPTERS)

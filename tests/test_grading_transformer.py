@@ -45,10 +45,9 @@ def restore_torch():
     torch.allclose = saved
 
 
-def test_the_first_parts_keep_their_old_import_path():
-    for name in grading.__all__:  # importable from attnbook.grading too, as older notebooks do
-        if name.startswith("check_") and hasattr(grading.transformer, name):
-            assert getattr(grading, name) is getattr(grading.transformer, name), name
+def test_the_checks_are_imported_from_their_chapter_only():
+    assert not [name for name in grading.__all__ if name.startswith("check_")]
+    assert not hasattr(grading, "check_masks") and grading.transformer.check_masks.name == "check_masks"
 
 
 def test_student_warning_goes_to_stdout_not_stderr(capfd):
@@ -103,7 +102,7 @@ def test_patching_the_public_reference_does_not_fool_the_checker(monkeypatch):
 
     monkeypatch.setattr(attnbook.attention, "scaled_dot_product_attention", wrong)
     with pytest.raises(CheckFailed):
-        grading.check_scaled_dot_product_attention(wrong)
+        grading.transformer.check_scaled_dot_product_attention(wrong)
 
 
 def test_a_notebook_that_patches_torch_is_told_so(restore_torch):
@@ -113,7 +112,7 @@ def test_a_notebook_that_patches_torch_is_told_so(restore_torch):
 
     torch.allclose = lambda *args, **kwargs: True
     with pytest.raises(CheckFailed, match="were modified in this notebook"):
-        grading.check_scaled_dot_product_attention(zeros)
+        grading.transformer.check_scaled_dot_product_attention(zeros)
 
 
 def test_partial_credit_is_the_passed_share_of_weights(capsys):
@@ -132,11 +131,11 @@ def test_partial_credit_is_the_passed_share_of_weights(capsys):
 
 def test_non_tensor_and_wrong_arity_results_are_explained():
     with pytest.raises(CheckFailed, match=r"pair \(out, weights\)"):
-        grading.check_scaled_dot_product_attention(lambda q, k, v, mask=None: q)
+        grading.transformer.check_scaled_dot_product_attention(lambda q, k, v, mask=None: q)
     with pytest.raises(CheckFailed, match="should be a torch.Tensor"):
-        grading.check_scaled_dot_product_attention(lambda q, k, v, mask=None: (q.tolist(), q))
+        grading.transformer.check_scaled_dot_product_attention(lambda q, k, v, mask=None: (q.tolist(), q))
     with pytest.raises(CheckFailed, match="not callable"):
-        grading.check_scaled_dot_product_attention(None)
+        grading.transformer.check_scaled_dot_product_attention(None)
 
 
 # ------------------------------------------------------------- modules and class traps
@@ -181,9 +180,10 @@ def test_a_notebook_class_under_the_reference_name_is_not_trapped(monkeypatch):
 
 def test_the_reference_itself_or_a_partial_of_it_is_trapped():
     with pytest.raises(CheckFailed, match="calls the reference implementation"):
-        grading.check_scaled_dot_product_attention(attnbook.attention.scaled_dot_product_attention)
+        grading.transformer.check_scaled_dot_product_attention(attnbook.attention.scaled_dot_product_attention)
     with pytest.raises(CheckFailed, match="calls the reference implementation"):
-        grading.check_masks(attnbook.attention.causal_mask, functools.partial(attnbook.attention.padding_mask))
+        grading.transformer.check_masks(attnbook.attention.causal_mask,
+                                        functools.partial(attnbook.attention.padding_mask))
 
 
 def test_parameters_are_compared_by_name_and_shape():
@@ -217,7 +217,7 @@ def test_patching_the_public_modules_does_not_fool_the_decoding_check(monkeypatc
     monkeypatch.setattr(attnbook.transformer, "greedy_decode", lambda *args: stops_at_once(*args))
     monkeypatch.setattr(attnbook.transformer, "Transformer", torch.nn.Identity)
     with pytest.raises(CheckFailed, match="generated ids differ from greedy decoding"):
-        grading.check_greedy_decode(stops_at_once)
+        grading.transformer.check_greedy_decode(stops_at_once)
 
 
 def _ends(case):
@@ -279,9 +279,9 @@ def test_a_module_that_changes_its_inputs_in_place_does_not_pass():
     shape_line = "        B, T, C = query.shape\n"
     exec(answers._MHA.replace(shape_line, shape_line + "        query.mul_(0.5)\n"), namespace)
     with pytest.raises(CheckFailed):
-        grading.check_multi_head_attention(namespace["MultiHeadAttention"])
+        grading.transformer.check_multi_head_attention(namespace["MultiHeadAttention"])
     exec(answers._MHA, namespace)
-    assert grading.check_multi_head_attention(namespace["MultiHeadAttention"], points=4) == 4.0
+    assert grading.transformer.check_multi_head_attention(namespace["MultiHeadAttention"], points=4) == 4.0
 
 
 # ------------------------------------------------------------- Parts 4, 8 and 10: embeddings, pre-norm, the loss

@@ -162,7 +162,7 @@ def test_wire_refuses_to_build_anything_outside_attnbook():
 
 def test_test_cells_may_only_call_checks():
     with pytest.raises(ValueError, match="may only import checks"):
-        judge.parse_test_cell("from attnbook.grading import check_masks\nimport os\ncheck_masks(a, b)")
+        judge.parse_test_cell("from attnbook.grading.transformer import check_masks\nimport os\ncheck_masks(a, b)")
 
 
 def test_the_worker_package_lacks_the_forbidden_code_and_the_checks():

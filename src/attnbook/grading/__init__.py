@@ -12,9 +12,9 @@ Where things live:
   the helpers that several chapters' parts share;
 * one subpackage per chapter, one module per graded part, named after the
   package module it grades: :mod:`.rnn` (chapter 1), :mod:`.transformer`
-  (chapter 2; its first eight checks are also importable from here, as
-  older notebooks did), :mod:`.bert` (chapter 3), :mod:`.gpt` (chapter 4), :mod:`.imagegpt`
-  (chapter 5), :mod:`.vit` (chapter 6);
+  (chapter 2), :mod:`.bert` (chapter 3), :mod:`.gpt` (chapter 4), :mod:`.imagegpt`
+  (chapter 5), :mod:`.vit` (chapter 6); a test cell imports its check from its
+  chapter's package;
 * :mod:`.fixtures`: the random models and losses handed to student code;
 * :mod:`.judge`, :mod:`._remote`, :mod:`._worker`, :mod:`._wire`,
   :mod:`.sandbox`: grading a submission with the student's code in a
@@ -28,13 +28,7 @@ import importlib
 
 from .errors import CheckFailed
 
-_LAZY = {
-    **dict.fromkeys(("greedy_test_model", "perplexity_test_model", "HardAttentionLoss"), "fixtures"),
-    **dict.fromkeys((
-        "check_scaled_dot_product_attention", "check_attention_masks", "check_masks",
-        "check_sinusoidal_positions", "check_multi_head_attention", "check_encoder_block",
-        "check_decoder_block", "check_greedy_decode"), "transformer"),
-}
+_LAZY = dict.fromkeys(("greedy_test_model", "perplexity_test_model", "HardAttentionLoss"), "fixtures")
 
 __all__ = ["CheckFailed", *_LAZY]
 
