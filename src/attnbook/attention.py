@@ -188,7 +188,9 @@ class MultiHeadAttention(nn.Module):
     :func:`scaled_dot_product_attention`, *before* dropout so that rows sum to
     one) and ``None`` otherwise (then the fused kernel runs and no T x S matrix
     is kept). ``dropout`` is applied to the attention weights while training,
-    as in the paper and in ``nn.MultiheadAttention``.
+    as in the paper and in ``nn.MultiheadAttention``. ``bias=False`` drops the
+    biases of all four projections; ``qkv_bias`` (default: ``bias``) sets those
+    of ``q_proj``, ``k_proj`` and ``v_proj`` alone, as timm's ``qkv_bias`` does.
 
     >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
     >>> x = torch.randn(3, 5, 8)                          # (B, T, d_model)
@@ -201,7 +203,15 @@ class MultiHeadAttention(nn.Module):
     torch.Size([3, 5, 8])
     """
 
-    def __init__(self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        *,
+        dropout: float = 0.0,
+        bias: bool = True,
+        qkv_bias: bool | None = None,
+    ) -> None:
         super().__init__()
         for name, value in (("d_model", d_model), ("num_heads", num_heads)):
             positive_int(name, value)
@@ -215,9 +225,10 @@ class MultiHeadAttention(nn.Module):
         self.num_heads = num_heads
         self.head_size = d_model // num_heads
         self.dropout = dropout
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # W^Q for all heads side by side
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)  # W^K
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)  # W^V
+        qkv_bias = bias if qkv_bias is None else qkv_bias
+        self.q_proj = nn.Linear(d_model, d_model, bias=qkv_bias)  # W^Q for all heads side by side
+        self.k_proj = nn.Linear(d_model, d_model, bias=qkv_bias)  # W^K
+        self.v_proj = nn.Linear(d_model, d_model, bias=qkv_bias)  # W^V
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
         self.reset_parameters()
 

@@ -22,6 +22,19 @@ detached weights of each of its attention sublayers as attributes --
 them to ``None``, so they never hold stale maps. The return value is always the
 block's output alone.
 
+**Options for BERT and ViT.** Besides ``dropout``, ``norm_first`` and
+``activation``, both blocks take, as keywords, what the later chapters' models
+set differently from the paper: ``layer_norm_eps`` (PyTorch's ``1e-5`` by
+default; BERT uses ``1e-12``, timm's ViT ``1e-6``), ``attn_dropout`` on the
+attention weights and ``ffn_dropout`` on the feed-forward network's hidden
+layer (both default to ``dropout``; BERT drops the weights at
+``attention_probs_dropout_prob`` and not the hidden layer at all), and
+``qkv_bias`` (``False`` removes the query/key/value biases, timm's
+``qkv_bias``; the output projection keeps its bias). ``dropout`` itself acts on
+each sublayer's output before the residual sum (timm's ``proj_drop``, BERT's
+``hidden_dropout_prob``). The defaults give the paper's block, so the
+parameter names never change with the options.
+
 Masks are boolean, ``True`` = may attend (see :mod:`attnbook.attention`).
 Shape legend: ``B`` batch, ``S`` source length, ``T`` target length,
 ``C = d_model``, ``nh`` heads.
@@ -42,6 +55,10 @@ from attnbook._checks import dropout_rate, float_tensor
 from attnbook.attention import MultiHeadAttention
 
 __all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
@@ -93,12 +110,17 @@ class EncoderBlock(nn.Module):
     the module docstring. ``forward(x, mask)`` takes ``x`` (B, S, d_model) and an
     optional boolean ``mask`` broadcastable to (B, S, S) -- usually a (B, 1, S)
     source padding mask. With ``need_weights=True`` the self-attention weights
-    (B, nh, S, S) are kept in ``self.attn_weights``.
+    (B, nh, S, S) are kept in ``self.attn_weights``. The keyword options
+    (``layer_norm_eps``, ``attn_dropout``, ``ffn_dropout``, ``qkv_bias``) are
+    described in the module docstring.
 
     >>> block = EncoderBlock(8, 2, 32)
     >>> x = torch.randn(2, 5, 8)
     >>> block(x, need_weights=True).shape, block.attn_weights.shape
     (torch.Size([2, 5, 8]), torch.Size([2, 2, 5, 5]))
+    >>> vit_like = EncoderBlock(8, 2, 32, norm_first=True, activation="gelu", layer_norm_eps=1e-6, qkv_bias=False)
+    >>> vit_like.norm1.eps, vit_like.self_attn.q_proj.bias, vit_like.self_attn.out_proj.bias.shape
+    (1e-06, None, torch.Size([8]))
     """
 
     def __init__(
@@ -110,14 +132,19 @@ class EncoderBlock(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+        layer_norm_eps: float = 1e-5,
+        attn_dropout: float | None = None,
+        ffn_dropout: float | None = None,
+        qkv_bias: bool = True,
     ) -> None:
         super().__init__()
         self.d_model = d_model
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        attn_dropout, ffn_dropout = _or(attn_dropout, dropout), _or(ffn_dropout, dropout)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=attn_dropout, qkv_bias=qkv_bias)
+        self.ffn = FeedForward(d_model, d_ff, dropout=ffn_dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.dropout1 = nn.Dropout(dropout_rate(dropout))  # on each sublayer's output, before the sum
         self.dropout2 = nn.Dropout(dropout)
         self.attn_weights: torch.Tensor | None = None
@@ -171,16 +198,21 @@ class DecoderBlock(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+        layer_norm_eps: float = 1e-5,
+        attn_dropout: float | None = None,
+        ffn_dropout: float | None = None,
+        qkv_bias: bool = True,
     ) -> None:
         super().__init__()
         self.d_model = d_model
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.norm3 = nn.LayerNorm(d_model)
+        attn_dropout, ffn_dropout = _or(attn_dropout, dropout), _or(ffn_dropout, dropout)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=attn_dropout, qkv_bias=qkv_bias)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=attn_dropout, qkv_bias=qkv_bias)
+        self.ffn = FeedForward(d_model, d_ff, dropout=ffn_dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.dropout1 = nn.Dropout(dropout_rate(dropout))
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)

@@ -11,10 +11,11 @@ B = 1) and position -- followed by LayerNorm; the first token is always
 the whole input in sentence-level tasks.
 
 The blocks are chapter 2's :class:`attnbook.transformer.EncoderBlock` with
-``norm_first=False`` (post-norm, as in BERT) and GELU, with three BERT details
-set on them: LayerNorm epsilon ``1e-12``, attention-weight dropout
-``attention_probs_dropout_prob``, and no dropout inside the feed-forward
-network (BERT drops only the sublayer outputs).
+``norm_first=False`` (post-norm, as in BERT) and GELU, built with three BERT
+details passed to its constructor: LayerNorm epsilon ``1e-12``
+(``layer_norm_eps``), attention-weight dropout ``attention_probs_dropout_prob``
+(``attn_dropout``), and no dropout inside the feed-forward network
+(``ffn_dropout=0``: BERT drops only the sublayer outputs).
 
 Names follow Hugging Face's ``BertModel`` (``embeddings.word_embeddings``,
 ``embeddings.position_embeddings``, ``embeddings.token_type_embeddings``,
@@ -151,18 +152,17 @@ class BertPooler(nn.Module):
 
 
 def _bert_block(cfg: BertConfig) -> EncoderBlock:
-    block = EncoderBlock(
+    return EncoderBlock(
         cfg.hidden_size,
         cfg.num_attention_heads,
         cfg.intermediate_size,
-        dropout=cfg.hidden_dropout_prob,
+        dropout=cfg.hidden_dropout_prob,  # on each sublayer's output
         norm_first=False,  # post-norm: x = LN(x + sublayer(x)), as in BERT
         activation=cfg.hidden_act,
+        layer_norm_eps=cfg.layer_norm_eps,
+        attn_dropout=cfg.attention_probs_dropout_prob,  # BERT has its own rate for the weights
+        ffn_dropout=0.0,  # BERT drops the FFN's output only, not its hidden layer
     )
-    block.self_attn.dropout = cfg.attention_probs_dropout_prob  # BERT has its own rate for the weights
-    block.ffn.dropout = nn.Identity()  # BERT drops the FFN's output only, not its hidden layer
-    block.norm1.eps = block.norm2.eps = cfg.layer_norm_eps
-    return block
 
 
 def _attention_mask(attention_mask: object, ids: torch.Tensor) -> torch.Tensor:

@@ -7,8 +7,8 @@ all ``1 + N`` tokens, and after the final LayerNorm an MLP head (one ``Linear``)
 reads the class token alone. Optional *registers* (``reg_tokens``, timm's name) are
 extra learned tokens after the class token that no output reads. The blocks are
 :class:`attnbook.transformer.EncoderBlock` with ``norm_first=True``
-(``x = x + MSA(LN(x))``, ``x = x + MLP(LN(x))``) and GELU, timm's layout; the only
-change is timm's LayerNorm epsilon (1e-6). Names follow timm (``patch_embed``,
+(``x = x + MSA(LN(x))``, ``x = x + MLP(LN(x))``) and GELU, timm's layout, built with
+timm's LayerNorm epsilon (1e-6) and ``qkv_bias`` passed to the block's constructor. Names follow timm (``patch_embed``,
 ``cls_token``, ``reg_token``, ``pos_embed``, ``blocks``, ``norm``, ``head``), and
 tests copy timm's ``VisionTransformer`` weights in and compare logits.
 
@@ -131,16 +131,12 @@ class ViT(nn.Module):
         self.pos_drop = nn.Dropout(cfg.drop_rate)
         self.blocks = nn.ModuleList(
             EncoderBlock(cfg.embed_dim, cfg.num_heads, cfg.mlp_hidden, dropout=cfg.drop_rate,
-                         norm_first=True, activation="gelu")
+                         norm_first=True, activation="gelu", layer_norm_eps=cfg.layer_norm_eps,
+                         qkv_bias=cfg.qkv_bias)
             for _ in range(cfg.depth)
         )
         self.norm = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
         self.head = nn.Linear(cfg.embed_dim, cfg.num_classes) if cfg.num_classes else nn.Identity()
-        for block in self.blocks:
-            block.norm1.eps = block.norm2.eps = cfg.layer_norm_eps
-            if not cfg.qkv_bias:
-                for proj in (block.self_attn.q_proj, block.self_attn.k_proj, block.self_attn.v_proj):
-                    proj.bias = None
         self.reset_parameters()
 
     @torch.no_grad()
