@@ -58,14 +58,23 @@ def assignments() -> list[str]:
     return sorted(p.name for p in SOLUTIONS.iterdir() if (p / NOTEBOOK).exists())
 
 
+def gradebook_url(state: Path) -> str:
+    """The gradebook's database URL: ``ATTNBOOK_GRADEBOOK`` (a class on a server database sets it), else a
+    SQLite file in the state folder. The one home of this default: ``nbgrader_config.py`` uses it too.
+
+    >>> gradebook_url(Path("/s")) == (os.environ.get("ATTNBOOK_GRADEBOOK") or "sqlite:////s/gradebook.db")
+    True
+    """
+    return os.environ.get("ATTNBOOK_GRADEBOOK") or f"sqlite:///{state / 'gradebook.db'}"
+
+
 class Nbgrader:
     """Runs nbgrader commands in ``autograder/`` (where its config lives), with the state in ``state``."""
 
     def __init__(self, state: Path):
         self.state = state.resolve()
         self.state.mkdir(parents=True, exist_ok=True)
-        # A class on a server database sets ATTNBOOK_GRADEBOOK; otherwise a SQLite file in the state folder.
-        self.db_url = os.environ.get("ATTNBOOK_GRADEBOOK") or f"sqlite:///{self.state / 'gradebook.db'}"
+        self.db_url = gradebook_url(self.state)
         self.options = [
             f"--CourseDirectory.release_directory={self.state / '_release'}",
             f"--CourseDirectory.submitted_directory={self.state / 'submitted'}",

@@ -1,19 +1,26 @@
 """nbgrader configuration of the course. Every path is relative to the repository.
 
 nbgrader reads this file when it runs with ``autograder/`` as its working
-directory (``autograder/course.py`` and the Makefile do that). The course root
-is the repository: ``solutions/`` is nbgrader's source directory, and the
-runtime state (``_release/``, ``submitted/``, ``autograded/``, ``feedback/``,
-``gradebook.db``) lives beside it, ignored by git. A class on JupyterHub
-points ``db_url`` at a server database instead (see the instructor guide).
+directory (``autograder/course.py`` and the Makefile do that, and so does an
+instructor running ``nbgrader collect``, ``export`` or ``release_feedback``
+there). The course root is the repository: ``solutions/`` is nbgrader's source
+directory, and the runtime state (``_release/``, and nbgrader's default
+``submitted/``, ``autograded/`` and ``feedback/``, ``gradebook.db``) lives
+beside it, ignored by git. ``course.py`` passes the state's folders and the
+gradebook on the command line (``--state`` moves them); the database URL's
+default, ``ATTNBOOK_GRADEBOOK`` or a SQLite file, is ``course.gradebook_url``'s.
+
+The judge of ``course.py grade`` runs the notebooks, never ``nbgrader
+autograde``: nothing here configures nbgrader's ``Execute`` step.
 """
 
-import os
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # for feedback_filters
+sys.path.insert(0, str(HERE))  # for feedback_filters and course
+
+from course import gradebook_url  # noqa: E402 (after the path above)
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -21,19 +28,11 @@ c.CourseDirectory.course_id = "attention-to-transformers"
 c.CourseDirectory.root = str(HERE.parent)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "_release"
-c.CourseDirectory.submitted_directory = "submitted"
-c.CourseDirectory.autograded_directory = "autograded"
-c.CourseDirectory.feedback_directory = "feedback"
-c.CourseDirectory.db_url = os.environ.get("ATTNBOOK_GRADEBOOK", f"sqlite:///{HERE.parent / 'gradebook.db'}")
+c.CourseDirectory.db_url = gradebook_url(HERE.parent)
 
 # Student notebooks: the solution region becomes this stub, hidden tests are removed.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
-
-# Autograding: every cell gets a time limit, so an endless loop costs that cell, not the class.
-c.Execute.timeout = 120
-c.Execute.interrupt_on_timeout = True
-c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 
 # Feedback shows the student's work and the checks' messages, never the hidden tests.
 c.GenerateFeedback.preprocessors = [
