@@ -23,7 +23,7 @@ import importlib
 import sys
 import types
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
@@ -73,7 +73,7 @@ def student_error(what: str, type_name: str, message: str, *, reference: str | N
     return CheckFailed(f"{what} raised {type_name}: {message}")
 
 
-def note_warnings(what: str, messages) -> None:
+def note_warnings(what: str, messages: Iterable[str]) -> None:
     for message in sorted(set(messages)):
         print(f"note: {what} emitted a warning (not an error): {message}")
 
@@ -93,8 +93,8 @@ def _student_code(what: str):
     note_warnings(what, [str(w.message) for w in caught])
 
 
-def run_student(fn: Callable, *args, forbidden: Sequence[str] | None = None, what: str = "your function",
-                **kwargs):
+def run_student(fn: Callable, *args: object, forbidden: Sequence[str] | None = None, what: str = "your function",
+                **kwargs: object) -> object:
     """Call ``fn(*args, **kwargs)`` the safe way and return its result.
 
     Warnings are recorded and reported on stdout, stderr goes to stdout, the
@@ -112,8 +112,8 @@ def run_student(fn: Callable, *args, forbidden: Sequence[str] | None = None, wha
     return result
 
 
-def run_method(module: torch.nn.Module, name: str, *args, forbidden: Sequence[str] | None = None, what: str,
-               **kwargs):
+def run_method(module: torch.nn.Module, name: str, *args: object, forbidden: Sequence[str] | None = None,
+               what: str, **kwargs: object) -> object:
     """``module.name(*args, **kwargs)`` the safe way (see :func:`run_student`).
 
     The references are trapped in the module's classes and their methods'
@@ -138,7 +138,8 @@ def is_module(obj: object) -> bool:
     return isinstance(obj, torch.nn.Module) or bool(getattr(obj, "is_module", False))
 
 
-def build_module(cls: object, *args, forbidden: Sequence[str] | None = None, what: str = "your class"):
+def build_module(cls: object, *args: object, forbidden: Sequence[str] | None = None,
+                 what: str = "your class") -> torch.nn.Module:
     """``cls(*args)`` built the safe way (see :func:`run_student`); it must be an ``nn.Module``."""
     module = run_student(cls, *args, forbidden=forbidden, what=what)
     if not is_module(module):

@@ -62,7 +62,7 @@ class Remote:
     def __handle__(self) -> list:
         return [self.handle, self.is_module]
 
-    def remote_call(self, method: str | None, args: tuple, kwargs: dict, what: str):
+    def remote_call(self, method: str | None, args: tuple, kwargs: dict, what: str) -> object:
         return self.worker.call(self, method, args, kwargs, what)
 
     def parameter_shapes(self) -> list:
@@ -205,7 +205,7 @@ class Worker:
     def _proxy(self, handle: int, is_module: bool) -> Remote:
         return Remote(self, handle, is_module)
 
-    def call(self, target: Remote, method: str | None, args: tuple, kwargs: dict, what: str):
+    def call(self, target: Remote, method: str | None, args: tuple, kwargs: dict, what: str) -> object:
         """``target.method(*args, **kwargs)`` in the worker; the result as data (or proxies)."""
         self._send({"op": "call", "target": target.handle, "method": method, "args": _wire.encode(list(args)),
                     "kwargs": _wire.encode(kwargs), "rng": _wire.encode(torch.get_rng_state())})

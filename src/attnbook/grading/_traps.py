@@ -13,7 +13,7 @@ import functools
 import importlib
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
@@ -70,7 +70,7 @@ def _student_functions(obj: object) -> list[types.FunctionType]:
 
 
 @contextlib.contextmanager
-def references_trapped(fn: Callable, forbidden: Sequence[str]):
+def references_trapped(fn: Callable, forbidden: Sequence[str]) -> Iterator[None]:
     """Replace each dotted name in ``forbidden`` by a trap while ``fn`` runs.
 
     A function is replaced in its module, and in every place in the globals

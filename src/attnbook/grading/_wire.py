@@ -41,6 +41,7 @@ import os
 import select
 import struct
 import time
+from typing import NoReturn
 
 import torch
 
@@ -63,7 +64,7 @@ class ReferenceCalled(RuntimeError):
 CALLED: list[str] = []  # what the worker's student code reached, for the review flags
 
 
-def reference_called(path: str):
+def reference_called(path: str) -> NoReturn:
     """What a stub of a forbidden reference does: note the call and raise."""
     CALLED.append(path)
     raise ReferenceCalled(path)
@@ -164,7 +165,7 @@ def _build(path: str, kwargs: dict) -> object:
     return obj
 
 
-def decode(data: object, *, handles: dict | None = None, remote=None, depth: int = 0) -> object:
+def decode(data: object, *, handles: dict | None = None, remote: object = None, depth: int = 0) -> object:
     """The inverse of :func:`encode`. The worker passes ``handles``; the judge passes ``remote``,
     which turns ``[id, is_module]`` into its proxy for a worker object. A value nested deeper than
     :data:`MAX_DEPTH` is a :class:`WireError`."""

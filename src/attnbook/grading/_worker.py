@@ -22,11 +22,13 @@ and stdout; the student's own output goes to /dev/null.
 """
 
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import resource
 import signal
 import sys
+import types
 import warnings
 
 if "ATTNBOOK_GRADING_PROCESSES" in os.environ:  # in the sandbox: its user namespace counts only its processes
@@ -54,15 +56,15 @@ class Package(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, sources: dict, packages: list):
         self.sources, self.packages = sources, set(packages)
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
         if name not in self.sources:
             return None  # not attnbook, or a module the worker's copy leaves out
         return importlib.util.spec_from_loader(name, self, is_package=name in self.packages)
 
-    def create_module(self, spec):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
         return None
 
-    def exec_module(self, module):
+    def exec_module(self, module: types.ModuleType) -> None:
         exec(compile(self.sources[module.__name__], f"<{module.__name__}>", "exec"), module.__dict__)
 
 

@@ -38,7 +38,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import sandbox
+from . import _cgroups, sandbox
 from ._remote import Worker, WorkerGone
 from .engine import Part
 from .errors import CheckFailed
@@ -220,7 +220,7 @@ def judge_part(worker: Worker, cells: list[str], calls: tuple[TestCall, ...], ma
     return Result(round(score, 2), float(max_score), out.getvalue().strip())
 
 
-def open_worker(workdir: Path, hidden: list[Path], group=None) -> Worker:
+def open_worker(workdir: Path, hidden: list[Path], group: _cgroups.Cgroup | None = None) -> Worker:
     """A worker (not yet started) for the sandbox folder ``workdir``, with ``hidden`` out of its sight,
     in the control group ``group`` (see :func:`sandbox.new_cgroup`) when there is one."""
     sandbox.prepare(workdir)

@@ -28,7 +28,7 @@ LIBRARIES = available((
 ))
 
 
-def first_message(fn: Callable, *args, **kwargs):
+def first_message(fn: Callable, *args: object, **kwargs: object) -> tuple[object, str | None]:
     """Run ``fn``; its result, or the message of the CheckFailed it raises."""
     try:
         return fn(*args, **kwargs), None

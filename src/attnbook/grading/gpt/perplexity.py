@@ -41,7 +41,8 @@ HIDDEN = (
 
 
 @torch.no_grad()
-def token_nll(model, data: torch.Tensor, block_size: int, *, stride: int | None = None, shift: bool = True):
+def token_nll(model: torch.nn.Module, data: torch.Tensor, block_size: int, *, stride: int | None = None,
+              shift: bool = True) -> list[torch.Tensor]:
     """Negative log-likelihood of each predicted token, and each window's, as the windows are cut."""
     stride = block_size if stride is None else stride
     per_window = []
@@ -65,7 +66,7 @@ def _reference(model, data: torch.Tensor) -> float:
     return GPT.perplexity(copy.eval(), data.contiguous())
 
 
-def diagnose(value: float, model, data: torch.Tensor) -> str:
+def diagnose(value: float, model: torch.nn.Module, data: torch.Tensor) -> str:
     T = model.config.block_size
     windows = token_nll(model, data, T)
     nll = torch.cat(windows)

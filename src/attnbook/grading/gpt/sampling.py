@@ -67,7 +67,7 @@ def probs(logits: torch.Tensor, temperature: float, top_k: int | None) -> torch.
     return GPT.next_token_probs(logits.double(), temperature, top_k).double()
 
 
-def variants(distinct: torch.Tensor, temperature: float, top_k: int | None):
+def variants(distinct: torch.Tensor, temperature: float, top_k: int | None) -> list[tuple[str, torch.Tensor]]:
     """(message, probabilities (rows, V)) of the mistakes; multinomial renormalises, so do they."""
     V = distinct.shape[-1]
     x = distinct.double()

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
@@ -60,7 +60,7 @@ def mask_mistakes(e: torch.Tensor, mask: torch.Tensor | None) -> list[tuple[str,
 
 
 @contextlib.contextmanager
-def hinted(symptom: str, hint: str):
+def hinted(symptom: str, hint: str) -> Iterator[None]:
     """Inside, a failure whose message contains ``symptom`` (a torch error) gets ``hint`` added."""
     try:
         yield
@@ -116,7 +116,8 @@ def randomize(module: torch.nn.Module, seed: int, scale: float = 0.7) -> torch.n
 # ------------------------------------------------------------- the random parts (hard attention)
 
 
-def hard_inputs(seed, rows, S, d_v, *, masked, dtype):
+def hard_inputs(seed: int, rows: int, S: int, d_v: int, *, masked: bool,
+                dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """``rows`` distinct score rows (every row padded if ``masked``, two real keys at least) and values."""
     g = torch.Generator().manual_seed(seed)
     scores = torch.randn(rows, S, generator=g, dtype=dtype) * 1.2
@@ -127,13 +128,14 @@ def hard_inputs(seed, rows, S, d_v, *, masked, dtype):
     return scores, values
 
 
-def tile(scores: torch.Tensor, values: torch.Tensor, copies: int, *, noncontiguous: bool = False):
+def tile(scores: torch.Tensor, values: torch.Tensor, copies: int, *,
+         noncontiguous: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Row ``i`` of the result is base row ``i % rows``: (copies * rows, S), (copies * rows, S, d_v)."""
     scores, values = scores.repeat(copies, 1), values.repeat(copies, 1, 1)
     return (strided(scores), strided(values)) if noncontiguous else (scores, values)
 
 
-def seeded(seed: int, fn: Callable, *args, global_seed: int | None = None, **kwargs):
+def seeded(seed: int, fn: Callable, *args: object, global_seed: int | None = None, **kwargs: object) -> object:
     """Run ``fn`` with a generator seeded ``seed`` passed in and torch's global generator seeded too
     (``global_seed``, by default ``seed``); the global state is restored after."""
     with torch.random.fork_rng(devices=[]):

@@ -45,7 +45,7 @@ def _case(seed, rows, S, d_v, num_samples, copies, *, offset=0.0, masked=False, 
     return make
 
 
-def per_row_stats(estimates: torch.Tensor, rows: int, copies: int):
+def per_row_stats(estimates: torch.Tensor, rows: int, copies: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean and standard deviation over the copies of each base row: (rows, S) each."""
     x = estimates.detach().double().reshape(copies, rows, -1)  # (copies, rows, S)
     return x.mean(dim=0), x.std(dim=0)

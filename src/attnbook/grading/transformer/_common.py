@@ -14,6 +14,8 @@ is in :mod:`attnbook.grading._shared`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import torch
 
 from .._core import private_modules
@@ -40,7 +42,8 @@ ATTENTION_KERNELS = (
 )
 
 
-def token_ids(seed: int, B: int, S: int, pad_id: int, vocab: int = 9, lengths: tuple[int, ...] | None = None):
+def token_ids(seed: int, B: int, S: int, pad_id: int, vocab: int = 9,
+              lengths: tuple[int, ...] | None = None) -> torch.Tensor:
     """(B, S) token ids with no pad_id among the real tokens, padded after ``lengths``."""
     g = torch.Generator().manual_seed(seed)
     real = [t for t in range(vocab) if t != pad_id]
@@ -55,7 +58,7 @@ def token_ids(seed: int, B: int, S: int, pad_id: int, vocab: int = 9, lengths: t
 # ------------------------------------------------------------------ the blocks (Parts 7 to 9)
 
 
-def sublayers(x, subs, norms, mode="post"):
+def sublayers(x: torch.Tensor, subs: Sequence[Callable], norms: Sequence[Callable], mode: str = "post") -> torch.Tensor:
     """Residual connections with LayerNorm around the sublayers ``subs``, as the paper has them (``"post"``) or not."""
     for f, norm in zip(subs, norms, strict=True):
         if mode == "post":
@@ -78,7 +81,8 @@ MODE_MESSAGES = {
 FFN_PROBLEM = "ffn does not match the feed-forward network fc2(relu(fc1(x)))"
 
 
-def encoder_sublayer_problem(module, ref, x: torch.Tensor, mask) -> str | None:
+def encoder_sublayer_problem(module: torch.nn.Module, ref: torch.nn.Module, x: torch.Tensor,
+                             mask: torch.Tensor | None) -> str | None:
     """:func:`sublayer_problem` for an encoder block: its ``self_attn`` and ``ffn`` beside the reference's."""
     return sublayer_problem(module, (
         ("self_attn", ref.self_attn, (x,), {} if mask is None else {"mask": mask},

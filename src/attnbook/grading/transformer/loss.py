@@ -62,7 +62,7 @@ def _ce(logits: torch.Tensor, targets: torch.Tensor, ignore: int | None, **kwarg
                            ignore_index=-100 if ignore is None else ignore, **kwargs)
 
 
-def reference(model, src, tgt, pad_id) -> torch.Tensor:
+def reference(model: torch.nn.Module, src: torch.Tensor, tgt: torch.Tensor, pad_id: int) -> torch.Tensor:
     """The mean of -ln P(tgt[:, 1:] | tgt[:, :-1], src) over the non-pad targets, in float64."""
     with torch.no_grad():
         return _ce(model(src, tgt[:, :-1]), tgt[:, 1:], pad_id)

@@ -30,7 +30,8 @@ FORBIDDEN = (
 )
 
 
-def qkv(seed: int, lead: tuple[int, ...], T: int, S: int, d_k: int, d_v: int, dtype=torch.float32, swap=None):
+def qkv(seed: int, lead: tuple[int, ...], T: int, S: int, d_k: int, d_v: int, dtype: torch.dtype = torch.float32,
+        swap: tuple[int, int] | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator]:
     """q (..., T, d_k), k (..., S, d_k), v (..., S, d_v) and the generator, for more draws."""
     g = torch.Generator().manual_seed(seed)
     q = randn_strided((*lead, T, d_k), g, dtype, swap)

@@ -13,6 +13,8 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from .._core import private_modules
@@ -22,8 +24,8 @@ from .._shared import randn_strided
 VIT, TR = private_modules("attnbook.vit", "attnbook.transformer")
 
 
-def images(seed: int, B: int, C: int, H: int, W: int, P: int | None = None, dtype=torch.float32,
-           swap: bool = False):
+def images(seed: int, B: int, C: int, H: int, W: int, P: int | None = None, dtype: torch.dtype = torch.float32,
+           swap: bool = False) -> Callable[[], tuple[torch.Tensor, int | None]]:
     """A maker of ``(images (B, C, H, W), P)``; ``swap``: a channels-last (non-contiguous) view."""
 
     def make():
