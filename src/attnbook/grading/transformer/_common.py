@@ -19,17 +19,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from .._core import private_modules
-
-# The names marked noqa are only re-exported for chapter 6's vit/block.py, which still imports them from
-# here; everything else imports them from .._shared.
-from .._shared import (
-    FORBIDDEN_BLOCKS,  # noqa: F401
-    MHA_PROBLEM,
-    block_case,  # noqa: F401
-    build_beside,  # noqa: F401
-    run_block,  # noqa: F401
-    sublayer_problem,
-)
+from .._shared import MHA_PROBLEM, sublayer_problem
 
 REF, POS, TR = private_modules("attnbook.attention", "attnbook.positional", "attnbook.transformer")
 

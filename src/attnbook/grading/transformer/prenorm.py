@@ -27,7 +27,7 @@ from ._common import TR, encoder_sublayer_problem
 
 
 def _case(seed, B, T, d_model, nh, d_ff, dropout=0.0, *, mask=False, dtype=torch.float32, swap=False):
-    """An encoder case of :func:`._common.block_case` whose sizes end with the dropout rate."""
+    """An encoder case of :func:`attnbook.grading._shared.block_case` whose sizes end with the dropout rate."""
     make_block = block_case(seed, B, T, None, d_model, nh, d_ff, tgt_mask=mask, dtype=dtype, swap=swap)
 
     def make():

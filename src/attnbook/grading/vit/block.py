@@ -19,17 +19,10 @@ import torch
 import torch.nn.functional as F
 
 from .._compare import close
+from .._shared import FORBIDDEN_BLOCKS, MHA_PROBLEM, block_case, build_beside, run_block, sublayer_problem
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
-from ..transformer._common import (
-    FORBIDDEN_BLOCKS,
-    MHA_PROBLEM,
-    TR,
-    block_case,
-    build_beside,
-    run_block,
-    sublayer_problem,
-)
+from ._common import TR
 
 
 def _variants(x: torch.Tensor, ref) -> list:
