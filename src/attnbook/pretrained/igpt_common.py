@@ -33,6 +33,7 @@ from attnbook.train import fit
 
 STEPS, BATCH, LR, EVAL_EVERY = 2000, 32, 3e-3, 100  # the same budget for every igpt-* checkpoint
 SMOKE_STEPS = 4
+WARMUP = 200  # warm-up steps of a cosine schedule
 MASK_RATE, TEST_MASK_SEED = 0.15, 5  # the masked test pixels both digits models are scored on
 
 
@@ -56,10 +57,13 @@ def digits(colour: bool = False) -> dict[str, torch.Tensor]:
     return out
 
 
-def train_early_stopped(model: torch.nn.Module, loss_fn, make_batch, val_score, settings: Settings) -> dict:
-    """``fit`` for ``STEPS`` steps (``SMOKE_STEPS`` in a smoke run); load the weights of the lowest
-    ``val_score(model)``; return notes for the sidecar (steps, best step, its score)."""
-    steps, every = (SMOKE_STEPS, 2) if settings.smoke else (STEPS, EVAL_EVERY)
+def train_early_stopped(model: torch.nn.Module, loss_fn, make_batch, val_score, settings: Settings, *,
+                        steps: int = STEPS, schedule: str = "constant") -> dict:
+    """``fit`` for ``steps`` steps (``SMOKE_STEPS`` in a smoke run) at ``LR`` (``schedule``: "constant" or
+    "cosine" after a warm-up); load the weights of the lowest ``val_score(model)``; return notes for the
+    sidecar (steps, best step, its score)."""
+    steps, every = (SMOKE_STEPS, 2) if settings.smoke else (steps, EVAL_EVERY)
+    warmup = min(WARMUP, steps // 2) if schedule == "cosine" else 0
     best = {"val": math.inf, "step": 0}
 
     def evaluate(m: torch.nn.Module) -> dict[str, float]:
@@ -68,12 +72,12 @@ def train_early_stopped(model: torch.nn.Module, loss_fn, make_batch, val_score, 
             best.update(val=score, state={k: v.detach().clone() for k, v in m.state_dict().items()})
         return {"val": score}
 
-    history = fit(model, loss_fn, make_batch, steps=steps, lr=LR, device=settings.device, progress=False,
-                  eval_fn=evaluate, eval_every=every)
+    history = fit(model, loss_fn, make_batch, steps=steps, lr=LR, schedule=schedule, warmup_steps=warmup,
+                  device=settings.device, progress=False, eval_fn=evaluate, eval_every=every)
     best_step = min(history.evals, key=lambda e: e["val"])["step"]
     model.load_state_dict(best.pop("state"))
-    return {"steps": steps, "batch": BATCH, "lr": LR, "eval_every": every, "best_step": best_step,
-            "best_val": round(best["val"], 4), "train_seconds": round(history.seconds, 1),
+    return {"steps": steps, "batch": BATCH, "lr": LR, "schedule": schedule, "eval_every": every,
+            "best_step": best_step, "best_val": round(best["val"], 4), "train_seconds": round(history.seconds, 1),
             "val_curve": [[e["step"], round(e["val"], 4)] for e in history.evals]}
 
 
