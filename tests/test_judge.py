@@ -146,12 +146,22 @@ def test_a_function_that_hangs_costs_its_part_only(monkeypatch):
 
 @pytest.mark.skipif(sandbox.isolation() == "none", reason="bubblewrap is not installed here")
 def test_the_course_files_are_out_of_reach(tmp_path, monkeypatch):
-    reference = str(ROOT / "src" / "attnbook" / "attention.py")  # any checkout: only the environment is seen
+    """Whatever the sandbox shows at the checkout's path (nothing, or an empty folder where the clone sits
+    under a mounted /tmp), the course's files cannot be listed or read, and the code runs as nobody."""
+    reference = str(ROOT / "src" / "attnbook" / "attention.py")
     source = ("import os\ndef sdpa(q, k, v):\n"
-              f"    raise RuntimeError(str(os.listdir({str(ROOT)!r})) + str(os.getuid())"
-              f" + str(os.path.exists({reference!r})))")
+              "    try:\n"
+              f"        listed = os.listdir({str(ROOT)!r})\n"
+              "    except OSError:\n"
+              "        listed = []\n"
+              "    try:\n"
+              f"        read = len(open({reference!r}).read()) > 0\n"
+              "    except OSError:\n"
+              "        read = False\n"
+              "    raise RuntimeError(f'listed={listed} uid={os.getuid()} read={read}')")
     result, _ = grade(source, tmp_path, monkeypatch)
-    assert "solutions" not in result.message and "65534False" in result.message
+    assert "uid=65534 read=False" in result.message, result.message
+    assert "solutions" not in result.message and "src" not in result.message.split("listed=")[1].split("uid=")[0]
 
 
 def test_wire_refuses_to_build_anything_outside_attnbook():
