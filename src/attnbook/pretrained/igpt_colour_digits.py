@@ -44,8 +44,9 @@ def recoloured_training_digits(rounds: int = ROUNDS) -> torch.Tensor:
     >>> recoloured_training_digits(1).shape
     torch.Size([1439, 8, 8])
     """
-    train_idx = torch.tensor(split_indices(len(load_digits()[1]), seed=0).train)
-    pool = make_coloured_digits(len(load_digits()[1]) * rounds, seed=COLOUR_SEED)
+    n = len(load_digits()[1])  # 1,797
+    train_idx = torch.tensor(split_indices(n, seed=0).train)
+    pool = make_coloured_digits(n * rounds, seed=COLOUR_SEED)  # every digit ``rounds`` times, in new colours
     return quantize_9bit(pool.images[torch.isin(pool.index, train_idx)])
 
 

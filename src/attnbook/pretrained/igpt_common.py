@@ -88,7 +88,7 @@ def batches(train: torch.Tensor, settings: Settings):
     return lambda: train[torch.randint(len(train), (BATCH,), generator=g)], g
 
 
-def test_mask(test: torch.Tensor) -> torch.Tensor:
+def masked_test_pixels(test: torch.Tensor) -> torch.Tensor:
     """The fixed 15 % of test pixels (N, 64) that both digits models are scored on."""
     return mask_pixels(test, 0, rate=MASK_RATE, generator=torch.Generator().manual_seed(TEST_MASK_SEED))[2]
 
@@ -108,7 +108,7 @@ def digits_metrics(model: ImageGPT | MaskedPixelModel, config: dict, device: tor
     data = digits()
     model = model.to(device).eval()
     test = data["test"].to(device)
-    metrics = {"masked_bits": masked_pixel_bits(model, test, test_mask(data["test"]).to(device))}
+    metrics = {"masked_bits": masked_pixel_bits(model, test, masked_test_pixels(data["test"]).to(device))}
     if isinstance(model, ImageGPT):
         metrics["test_bpd"] = evaluate_bits_per_dim(model, test)
     return {**metrics, **probe_accuracies(model.cpu(), data)}
