@@ -47,7 +47,16 @@ from attnbook.bert.training import (
     pretraining_metrics,
 )
 from attnbook.measure import machine_header
-from attnbook.pretrained.bert_plays import CLS_LEN, LABEL_NAMES, ROW_LEN, genre_speeches, make, probe_accuracy
+from attnbook.pretrained.bert_plays import (
+    CLS_LEN,
+    LABEL_NAMES,
+    ROW_LEN,
+    genre_speeches,
+    held_out_batch,
+    make,
+    probe_accuracy,
+    val_rows,
+)
 
 SPAN = (ROW_LEN - 3) // 2  # two spans and [CLS] [SEP] [SEP] fill a row of ROW_LEN tokens
 LABELS = 250
@@ -79,10 +88,10 @@ def run_arm(job: dict) -> dict:
     """Pretrain one arm and score it; a CSV row."""
     torch.set_num_threads(1)
     vocab, data = WordVocab(job["vocab"]), genre_speeches()
-    val_rows = {"input_ids": pack_sentences([vocab.encode(t) for t in data["val"][0]], ROW_LEN)}
     val_pairs = pair_rows(data["val"][0], vocab, seed=1)
     if job["arm"] == "mlm":
-        rows, val = {"input_ids": pack_sentences([vocab.encode(t) for t in data["lines"]], ROW_LEN)}, val_rows
+        rows = {"input_ids": pack_sentences([vocab.encode(t) for t in data["lines"]], ROW_LEN)}
+        val = val_rows(vocab, data)
     else:
         rows, val = pair_rows(data["lines"], vocab, seed=0), val_pairs
     torch.manual_seed(0)
@@ -92,8 +101,7 @@ def run_arm(job: dict) -> dict:
              device="cpu")
     pretrain_cpu = time.process_time() - start
     model.eval()
-    masked = mlm_batch(val_rows, torch.arange(len(val_rows["input_ids"])), len(vocab),
-                       generator=torch.Generator().manual_seed(1))  # bert-plays' sidecar masking
+    masked = held_out_batch(vocab, data)  # bert-plays' sidecar masking
     nsp = pretraining_metrics(model, mlm_batch(val_pairs, torch.arange(len(val_pairs["input_ids"])), len(vocab),
                                                generator=torch.Generator().manual_seed(1)))["nsp_accuracy"]
     encoded = {part: (encode_sentences(data[part][0], vocab, CLS_LEN), data[part][1]) for part in ("val", "test")}

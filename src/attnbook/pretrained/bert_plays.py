@@ -107,8 +107,16 @@ def probe_accuracy(model: BertForPreTraining, vocab: WordVocab, labels: int = 25
     return float(max(fits, key=lambda f: f.score(xva, yva)).score(xte, yte))
 
 
-def _val_rows(vocab: WordVocab, data: dict) -> dict[str, torch.Tensor]:
+def val_rows(vocab: WordVocab, data: dict) -> dict[str, torch.Tensor]:
+    """The validation speeches packed into rows of ``ROW_LEN`` tokens, as :func:`pretrain` reads them."""
     return {"input_ids": pack_sentences([vocab.encode(t) for t in data["val"][0]], ROW_LEN)}
+
+
+def held_out_batch(vocab: WordVocab, data: dict) -> dict[str, torch.Tensor]:
+    """The validation rows masked with a fixed seed: what the sidecar's ``mlm_loss`` is measured on
+    (and ``benchmarks/bench_bert_nsp.py``'s MLM loss)."""
+    val = val_rows(vocab, data)
+    return mlm_batch(val, torch.arange(len(val["input_ids"])), len(vocab), generator=torch.Generator().manual_seed(1))
 
 
 def train(settings: Settings) -> Trained:
@@ -119,7 +127,7 @@ def train(settings: Settings) -> Trained:
     torch.manual_seed(settings.seed)
     model = make(config)
     steps = 5 if settings.smoke else STEPS
-    history = pretrain(model, rows, _val_rows(vocab, data), steps=steps, batch_size=64, lr=2e-3,
+    history = pretrain(model, rows, val_rows(vocab, data), steps=steps, batch_size=64, lr=2e-3,
                        warmup_steps=min(200, steps), seed=settings.seed, eval_every=max(1, steps // 16),
                        device=settings.device)
     curve = [[e["step"], round(e["mlm_loss"], 4)] for e in history.evals]
@@ -130,13 +138,12 @@ def train(settings: Settings) -> Trained:
 def evaluate(model: BertForPreTraining, config: dict, device: torch.device) -> dict[str, float]:
     vocab = WordVocab(config["vocab"])
     data = genre_speeches()
-    val = _val_rows(vocab, data)
-    batch = mlm_batch(val, torch.arange(len(val["input_ids"])), len(vocab), generator=torch.Generator().manual_seed(1))
     text_ids = pack_sentences([vocab.encode(t) for t in data["lines"]], ROW_LEN)
     torch.manual_seed(0)
     random_encoder = make(config).eval()
-    return {"mlm_loss": pretraining_metrics(model.to(device).eval(), batch)["mlm_loss"],
-            "unigram_loss": unigram_mlm_loss(text_ids, batch["labels"], len(vocab)),
+    masked = held_out_batch(vocab, data)
+    return {"mlm_loss": pretraining_metrics(model.to(device).eval(), masked)["mlm_loss"],
+            "unigram_loss": unigram_mlm_loss(text_ids, masked["labels"], len(vocab)),
             "probe_250": probe_accuracy(model.cpu(), vocab, data=data),
             "probe_250_random": probe_accuracy(random_encoder, vocab, data=data)}
 
