@@ -6,22 +6,9 @@ these models (``encode_pairs``, ``LengthBuckets``, ``seq2seq_loss``,
 ``exact_match``, ``accuracy_by_length``, ``translate``) serve the Transformer
 of chapter 2 as well and live in :mod:`attnbook.seq2seq`.
 
-The :class:`Encoder` reads the source characters with a bidirectional GRU and
-returns one annotation ``z_j`` per position (the *memory*) and a *summary*, its
-final states. Both decoders are GRU cells that emit one character per step
-from the previous character, their state ``s`` and a context vector ``c``;
-they differ only in where ``c`` comes from:
-
-* :class:`PlainDecoder` (Cho et al., 2014): ``c`` is the encoder's summary,
-  the same fixed-size vector at every step -- the *bottleneck* through which
-  the whole source must pass.
-* :class:`AttentionDecoder` (Bahdanau et al., 2015): ``c_t = Σ_j γ_tj z_j``,
-  a new mixture of the annotations at every step, with weights ``γ_tj`` from
-  an alignment model ``e_tj = a(s_{t-1}, z_j)`` --
-  :class:`attnbook.alignment.AdditiveAttention` or
-  :class:`attnbook.alignment.LuongAttention`.
-
-The encoder and the decoders live in :mod:`attnbook.rnn_blocks` and are
+The encoder and the decoders -- a fixed summary (Cho et al., 2014) or an
+alignment over the annotations (Bahdanau et al., 2015) as the context -- live
+in :mod:`attnbook.rnn_blocks`, whose docstring describes them, and are
 importable from here too; this module puts them together.
 
 One decoder step is ``step(prev_token, hidden, memory, mask) -> (logits,
