@@ -236,8 +236,9 @@ def section(assignment: str, rows: list[dict], results: list[dict], matches: lis
         max_score = float(rows[0]["max_score"])
         n_late = sum(late(r) not in ("", "on time") for r in results)
         flagged = {s for m in matches for s in (m.left, m.right) if s != similarity.REFERENCE}
-        parts.append(f"<p>{len(rows)} submissions, mean total {np.mean(totals):.1f} / {max_score:g} "
-                     f"(median {np.median(totals):g}); {n_late} late; {len(flagged)} with similar answers.</p>")
+        parts.append(f"<p>{len(rows)} submission{'' if len(rows) == 1 else 's'}, "
+                     f"mean total {np.mean(totals):.1f} / {max_score:g} (median {np.median(totals):g}); "
+                     f"{n_late} late; {len(flagged)} with similar answers.</p>")
         png = f"{assignment}-totals.png"
         alt = plot_totals(assignment, totals, max_score, out / png)
         parts.append(f'<img src="{html.escape(png)}" alt="{html.escape(alt)}">')

@@ -136,13 +136,22 @@ def _defined(source: str) -> set[str]:
 
 def fingerprint(code: str, boilerplate: np.ndarray | None = None) -> copydetect.CodeFingerprint:
     """copydetect's fingerprint of Python ``code``, every hash kept, less those of ``boilerplate``."""
-    return copydetect.CodeFingerprint("answer.py", NOISE, 1, boilerplate, fp=io.StringIO(code))
+    return copydetect.CodeFingerprint("answer.py", NOISE, 1, boilerplate, language="python", fp=io.StringIO(code))
 
 
 def compare(a: copydetect.CodeFingerprint, b: copydetect.CodeFingerprint) -> tuple[float, float, int, tuple]:
     """(share of ``a`` found in ``b``, share of ``b`` found in ``a``, characters in common, copied slices)."""
     overlap, (share_a, share_b), slices = copydetect.compare_files(a, b)
     return float(share_a), float(share_b), int(overlap), slices
+
+
+def _most(a: copydetect.CodeFingerprint, common: set) -> float:
+    """An upper bound of the share of ``a`` that another fingerprint sharing the hashes ``common`` finds:
+    each position of ``a`` whose hash is common starts a run of ``NOISE`` characters, and copydetect's
+    copied slices are unions of those runs."""
+    if not common or not a.token_coverage:
+        return 0.0
+    return NOISE * sum(len(a.hash_idx[h]) for h in common) / a.token_coverage
 
 
 def _marked(code: str, slices: np.ndarray, truncate: int = -1) -> str:
@@ -164,6 +173,10 @@ def similar(part: str, by_student: dict[str, str], stub: str, ref: str, threshol
     for i, left in enumerate(names):
         others = [(right, prints[right]) for right in names[i + 1:]]
         for right, other in others + ([(REFERENCE, ref_print)] if ref_print else []):
+            common = prints[left].hashes & other.hashes
+            bounds = [_most(prints[left], common)] + ([] if right == REFERENCE else [_most(other, common)])
+            if max(bounds) < threshold:  # cannot reach it: skip copydetect's slower exact comparison
+                continue
             share_l, share_r, overlap, (sl, sr) = compare(prints[left], other)
             score = share_l if right == REFERENCE else max(share_l, share_r)
             if score >= threshold and overlap >= MIN_OVERLAP:

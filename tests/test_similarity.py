@@ -100,3 +100,13 @@ def test_catalogue_answers_are_right(assignment, part, capsys):
         for gid in similarity.parts(assignment)[part]:
             for call in judge.parse_test_cell(tests[gid].source):
                 call.check(*(namespace[n] for n in call.names))
+
+
+def test_the_bound_that_skips_a_pair_is_never_below_its_share():
+    """``similar`` skips a pair whose bound is under the threshold: the bound must hold for every pair."""
+    for (assignment, part), entry in CATALOGUE.items():
+        codes = [entry["original"], *entry["copied"].values(), *entry["independent"].values(),
+                 similarity.reference(assignment, part)]
+        prints = [similarity.fingerprint(code) for code in codes]
+        for a, b in itertools.permutations(prints, 2):
+            assert similarity._most(a, a.hashes & b.hashes) >= similarity.compare(a, b)[0] - 1e-9
