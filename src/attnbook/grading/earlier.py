@@ -113,10 +113,11 @@ def parts(plan: Sequence[tuple], checked: Callable[[str], Iterable[str]]) -> lis
 
 def replaced(found: Sequence[Graded], k: int, below: set[int]) -> list[Graded]:
     """The earlier parts (numbers in ``below``: scored below full) that ``found[k]``'s code runs, to replace."""
-    part, reach = found[k], set(found[k].mentions)
+    part = found[k]
+    reach = part.mentions - part.names  # a part's own names are its definitions, not uses of earlier parts
     for earlier in reversed(found[:k]):  # through the earlier parts that the reached ones use
         if earlier.names & reach:
-            reach |= earlier.mentions
+            reach |= earlier.mentions - earlier.names
     return [e for e in found[:k] if e.number in below and e.names & reach and not e.names & part.names]
 
 
