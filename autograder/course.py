@@ -172,9 +172,11 @@ def plan(source, released, submitted) -> tuple[list, list[str]]:
     """What the judge runs, in order: the source's cells with the student's answers in them.
 
     Solution cells come from the submission (the released stub if it lost
-    one), locked cells from the source, cells the student added after the
-    labelled cell they follow; each test cell is a ("test", grade_id, source,
-    points) step. Also returns the status notes (an edited or deleted test cell).
+    one) as ("cell", source, the source's answer), locked cells from the source
+    as ("cell", source), cells the student added after the labelled cell they
+    follow as ("cell", source, None); each test cell is a ("test", grade_id,
+    source, points) step (:mod:`attnbook.grading.earlier` reads the answers).
+    Also returns the status notes (an edited or deleted test cell).
     """
     theirs = {_grade_id(c): c for c in submitted.cells if _grade_id(c)}
     stubs = {_grade_id(c): c for c in released.cells if _grade_id(c)}
@@ -185,7 +187,7 @@ def plan(source, released, submitted) -> tuple[list, list[str]]:
             previous = _grade_id(cell)
         elif cell.cell_type == "code":
             added.setdefault(previous, []).append(cell.source)
-    steps = [("cell", s) for s in added.get(None, [])]
+    steps = [("cell", s, None) for s in added.get(None, [])]
     notes = []
     for cell in source.cells:
         gid, meta = _grade_id(cell), _nbgrader(cell)
@@ -193,9 +195,11 @@ def plan(source, released, submitted) -> tuple[list, list[str]]:
             if gid not in theirs or theirs[gid].source != stubs[gid].source:
                 notes.append(f"review: test cell edited or deleted ({gid}); graded with the original")
             steps.append(("test", gid, cell.source, float(meta["points"])))
+        elif cell.cell_type == "code" and meta.get("solution"):
+            steps.append(("cell", (theirs.get(gid) or stubs[gid]).source, cell.source))
         elif cell.cell_type == "code":
-            steps.append(("cell", (theirs.get(gid) or stubs[gid]).source if meta.get("solution") else cell.source))
-        steps += [("cell", s) for s in added.get(gid, [])] if gid else []
+            steps.append(("cell", cell.source))
+        steps += [("cell", s, None) for s in added.get(gid, [])] if gid else []
     return steps, notes
 
 

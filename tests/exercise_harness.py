@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnbook.grading import judge, sandbox
+from attnbook.grading import earlier, judge, sandbox
 from attnbook.grading.errors import CheckFailed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +50,7 @@ def load(path: Path, name: str):
 
 
 answers = load(ROOT / "autograder" / "fixtures" / "catalogue.py", "catalogue")
+course = load(ROOT / "autograder" / "course.py", "course")
 
 
 def read(path: Path) -> nbformat.NotebookNode:
@@ -94,33 +95,49 @@ class Exercise:
                         if a["assignment"] == assignment and not a.get("hostile")}
 
     def run(self, nb: nbformat.NotebookNode, capsys=None) -> dict[str, tuple[float, str]]:
-        """Run ``nb``'s code cells in order and grade each test cell with its check.
+        """Run ``nb``'s code cells in order, as the judge plans them, and grade each test cell with its check.
 
         A cell that raises does not stop the run (nbgrader carries on too); a
         test cell is graded by calling its check on the objects the notebook
-        defined by then. Returns grade_id -> (points, message and what the
-        check printed).
+        defined by then. A part below full that runs earlier parts below full
+        is graded again with those replaced by the solution's, as the judge
+        does (:mod:`attnbook.grading.earlier`). Returns grade_id -> (points,
+        message and what the check printed).
         """
-        namespace = {"__name__": "__main__"}
-        results = {}
-        for cell in nb.cells:
-            if cell.cell_type != "code":
-                continue
-            gid = grade_id(cell)
-            if gid in self.checks:
-                check, names = self.checks[gid]
-                if capsys:
-                    capsys.readouterr()  # what the notebook's own cells printed is not the check's message
-                points, message = grade(tuple(namespace.get(n) for n in names), check, self.points[gid])
-                results[gid] = (points, message + (capsys.readouterr().out if capsys else ""))
-                continue
+        plan, _ = course.plan(read(self.solution), read(self.released), nb)
+        found = earlier.parts(plan, judge.checked_names)
+        results, namespace = {}, {"__name__": "__main__"}
+        for k, part in enumerate(found):
+            cells = [step[1] for step in plan[found[k - 1].step + 1 if k else 0:part.step]]
+            namespace = self._execute(cells, namespace)
+            results[part.grade_id] = first = self._grade(part.grade_id, namespace, capsys)
+            below = {p.number for p in found[:k] if results[p.grade_id][0] < self.points[p.grade_id]}
+            rerun, replaced = earlier.rerun_cells(plan, found, k, below) if first[0] < self.points[part.grade_id] \
+                else ([], [])
+            if rerun:
+                second = self._grade(part.grade_id, self._execute(rerun, {"__name__": "__main__"}), capsys)
+                if second[0] > first[0]:
+                    note = earlier.note(part.number, replaced, full=second[0] == self.points[part.grade_id])
+                    results[part.grade_id] = (second[0], f"{note}\n{second[1]}")
+        return results
+
+    @staticmethod
+    def _execute(cells: list[str], namespace: dict) -> dict:
+        for source in cells:
             try:
                 with warnings.catch_warnings():  # a cell's own warnings are no test cell's business
                     warnings.simplefilter("ignore")
-                    exec(compile(cell.source, f"<cell {gid}>", "exec"), namespace)
+                    exec(compile(source, "<cell>", "exec"), namespace)
             except Exception:  # a broken or blank answer; its test cell reports it
                 pass
-        return results
+        return namespace
+
+    def _grade(self, gid: str, namespace: dict, capsys) -> tuple[float, str]:
+        check, names = self.checks[gid]
+        if capsys:
+            capsys.readouterr()  # what the notebook's own cells printed is not the check's message
+        points, message = grade(tuple(namespace.get(n) for n in names), check, self.points[gid])
+        return points, message + (capsys.readouterr().out if capsys else "")
 
     @functools.cached_property
     def graded_solution(self) -> dict[str, tuple[float, str]]:

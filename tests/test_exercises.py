@@ -6,19 +6,22 @@ stub zero on every part; the released notebook hides the answers; the
 catalogue (``autograder/fixtures/answers/``) holds, per part, two wrong
 answers, one that only the hidden cases reveal, and a correct answer written
 another way than the solution; and each catalogued answer gets its expected
-grade and message. What is particular to a chapter (the mistakes its issue
-names, statistical bounds, traps) stays in ``test_grading_<chapter>.py``. The same catalogue goes through the sandboxed
-judge in ``test_autograder.py``.
+grade and message; a student with one mistake loses only the parts that
+check it, the parts built on it graded with the solution's in its place. What
+is particular to a chapter (the mistakes its issue names, statistical bounds,
+traps) stays in ``test_grading_<chapter>.py``. The same catalogue goes through
+the sandboxed judge in ``test_autograder.py``.
 """
 
 import functools
 import importlib
+import re
 
 import exercise_harness as harness
 import pytest
 import torch
 
-from attnbook.grading import judge
+from attnbook.grading import earlier, judge
 
 # assignment -> its grading package, attnbook.grading.<package>
 CHAPTERS = {
@@ -37,8 +40,9 @@ def exercise(assignment: str) -> harness.Exercise:
 
 
 def _answers() -> list[tuple[str, str]]:
+    """The catalogued answers but the one-mistake students, whom test_one_mistake_costs_only_its_own_parts grades."""
     return sorted((a["assignment"], name) for name, a in harness.answers.ANSWERS.items()
-                  if a["assignment"] in CHAPTERS and not a.get("hostile"))
+                  if a["assignment"] in CHAPTERS and not a.get("hostile") and not a.get("one_mistake"))
 
 
 def _parts() -> list[tuple[str, str]]:
@@ -104,3 +108,34 @@ def test_forbidden_names_are_where_the_worker_can_stub_them(assignment):
     for check, _ in exercise(assignment).checks.values():
         assert check.forbidden, check.name  # every part keeps the reference from being called
         judge.package_sources(tuple(sorted(check.forbidden)))  # raises for a name not defined where listed
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS)
+def test_one_mistake_costs_only_its_own_parts(assignment, capsys):
+    """Each chapter's one-mistake students (the solution with one answer edited, ``answer_kit.one_mistake``)
+    are expected to lose exactly the parts whose test cells check that answer's objects, and are graded so:
+    the parts that call it keep their points (graded with the solution's answer in its place)."""
+    ex = exercise(assignment)
+    students = {name: a for name, a in ex.answers.items() if a.get("one_mistake")}
+    assert students, f"{assignment}: no one-mistake student in the catalogue"
+    solution = {harness.grade_id(c): c.source for c in harness.read(ex.solution).cells}
+    for name, answer in students.items():
+        broken = earlier.defined(solution[answer["one_mistake"]])
+        checking = {gid for gid, (_, names) in ex.checks.items() if broken & set(names)}
+        assert checking and {gid for gid, grade in answer["expected"].items() if grade != "full"} == checking, name
+        assert set(answer["expected"]) == set(ex.checks), name
+        ex.assert_graded_as_expected(name, capsys)
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS)
+def test_part_k_is_the_kth_test_cell(assignment):
+    """Feedback names earlier parts by number (attnbook.grading.earlier): the k-th test cell is under "Part k"."""
+    ex = exercise(assignment)
+    headings = []
+    for cell in harness.read(ex.solution).cells:
+        heading = re.match(r"## Part (\d+) ", cell.source) if cell.cell_type == "markdown" else None
+        headings += [int(heading.group(1))] if heading else []
+        gid = harness.grade_id(cell)
+        if gid in ex.checks:
+            assert headings and headings[-1] == list(ex.checks).index(gid) + 1, gid
+    assert headings == list(range(1, len(ex.checks) + 1))

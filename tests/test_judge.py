@@ -144,6 +144,44 @@ def test_a_function_that_hangs_costs_its_part_only(monkeypatch):
     assert results["fixed"].score == 2.0  # the cells ran in time: the later part is graded
 
 
+def test_a_part_built_on_a_wrong_earlier_part_is_judged_again_with_the_solutions(monkeypatch):
+    """Part 1 divides by d_k; Parts 2 and 3 call it. Part 2, right on its own, gets full marks with a note
+    naming Part 1; Part 3 gains partial credit there and what its code raises in that run is not shown;
+    Part 4, wrong on its own too, keeps its first grade; Part 5 does not call Part 1 and is not judged
+    again."""
+    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "30")
+    runs = []
+    judged = judge.judge_part
+    monkeypatch.setattr(judge, "judge_part",
+                        lambda worker, cells, *args: runs.append(len(cells)) or judged(worker, cells, *args))
+    wrong = MASKED_SDPA.replace("/ math.sqrt(q.shape[-1])", "/ q.shape[-1]")
+    built = {
+        "built_on_it": "def attend(q, k, v, mask=None):\n    return scaled_dot_product_attention(q, k, v, mask)",
+        "leaky": ("def attend(q, k, v, mask=None):\n    if q.dtype == torch.float64:\n"
+                  "        raise RuntimeError('SECRET ' + repr(scaled_dot_product_attention.__code__.co_consts))\n"
+                  "    return scaled_dot_product_attention(q, k, v, mask)"),
+        "own_mistake": ("def attend(q, k, v, mask=None):\n    out, w = scaled_dot_product_attention(q, k, v, mask)\n"
+                        "    return 2 * out, w"),
+        "alone": "def attend(q, k, v, mask=None):\n    return q, q",
+    }
+    plan = [("cell", wrong, MASKED_SDPA), ("test", "own", SDPA_TEST, 3)]
+    test = SDPA_TEST.replace("(scaled_dot_product_attention)", "(attend)")
+    test += "\ncheck_scaled_dot_product_attention(attend, points=3)"  # the hidden cases too
+    for gid, source in built.items():
+        plan += [("cell", source, source), ("test", gid, test, 3)]
+    results, statuses = judge.grade_cells(plan, [ROOT])
+    assert results["own"].score == 0 and "divided by d_k" in results["own"].message
+    assert results["built_on_it"].score == 3.0
+    assert results["built_on_it"].message.startswith(
+        "Part 2 matches when your Part 1 is replaced by the reference: fix Part 1.\n")
+    assert 0 < results["leaky"].score < 3 and "Part 3 scores more" in results["leaky"].message
+    assert "SECRET" not in results["leaky"].message and "not shown" in results["leaky"].message
+    assert results["own_mistake"].score == 0 and "replaced" not in results["own_mistake"].message
+    assert results["alone"].score == 0 and statuses == []
+    assert len(runs) == 8  # five parts, three of them again: the rerun has the one cell more
+    assert runs[2] == runs[1] + 1 and runs[4] == runs[3] + 1 and runs[6] == runs[5] + 1
+
+
 @pytest.mark.skipif(sandbox.isolation() == "none", reason="bubblewrap is not installed here")
 def test_the_course_files_are_out_of_reach(tmp_path, monkeypatch):
     """Whatever the sandbox shows at the checkout's path (nothing, or an empty folder where the clone sits

@@ -24,6 +24,8 @@ import torch
 from . import _wire
 from ._core import note_warnings, student_error
 
+QUIET = "(its message is not shown when earlier parts are replaced by the reference)"
+
 
 class WorkerGone(Exception):
     """The worker ended, broke the protocol or ran out of time; the message is the status to report."""
@@ -118,6 +120,7 @@ class Worker:
         self.statuses: list[str] = []  # what went wrong, for the status column
         self.called: set[str] = set()  # forbidden references the student's code reached
         self.slow_cells: list[str] | None = None  # the cells that ran out of time before their part began
+        self.quiet = False  # leave what the student's code raises or warns out of the feedback
 
     # -------------------------------------------------------------- process
 
@@ -220,7 +223,8 @@ class Worker:
                 self.statuses.append("memory limit exceeded")
             if reference:
                 self.called.add(reference)
-            raise student_error(what, str(error.get("type"))[:100], str(error.get("message"))[:2000],
+            message = QUIET if self.quiet else str(error.get("message"))[:2000]
+            raise student_error(what, str(error.get("type"))[:100], message,
                                 reference=reference, not_implemented=bool(error.get("not_implemented")))
         try:
             result = _wire.decode(reply["result"], remote=self._proxy)
@@ -231,7 +235,8 @@ class Worker:
         except (KeyError, TypeError, ValueError, RuntimeError) as err:
             self.close()
             raise WorkerGone(f"the worker sent malformed data ({type(err).__name__})") from None
-        note_warnings(what, _names(reply.get("warnings")))
+        if not self.quiet:
+            note_warnings(what, _names(reply.get("warnings")))
         if reply.get("grads") and type(result) is torch.Tensor:
             result = _with_gradients(result, args, reply["grads"])
         return result

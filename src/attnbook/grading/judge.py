@@ -20,6 +20,12 @@ Cells that run out of time before their part begins would do so again for
 every later part, so those parts score 0 without being run (one time limit
 per hanging notebook, not one per part).
 
+A part below full whose code runs the student's earlier parts that scored
+below full is judged a second time with those replaced by the solution's
+(:mod:`.earlier`); it keeps the better score, and its feedback says which
+earlier part to fix. The second run costs one more part's time limit at most,
+and never happens for a part that scored full.
+
 >>> [(c.check.name, c.names, c.points) for c in parse_test_cell(
 ...     "from attnbook.grading.transformer import check_masks\\n"
 ...     "check_masks(causal_mask, padding_mask)\\ncheck_masks(causal_mask, padding_mask, points=2)")]
@@ -38,7 +44,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _cgroups, sandbox
+from . import _cgroups, earlier, sandbox
 from ._remote import Worker, WorkerGone
 from .engine import Part
 from .errors import CheckFailed
@@ -85,6 +91,18 @@ def parse_test_cell(source: str) -> tuple[TestCall, ...]:
     if not calls or not all(isinstance(c.check, Part) for c in calls):
         raise ValueError("a test cell must call a check (an attnbook.grading Part)")
     return tuple(calls)
+
+
+def checked_names(source: str) -> set[str]:
+    """The names a test cell passes to its checks; none for a cell that is not a test cell.
+
+    >>> sorted(checked_names("from attnbook.grading.transformer import check_masks\\ncheck_masks(causal_mask, pad)"))
+    ['causal_mask', 'pad']
+    """
+    try:
+        return {name for call in parse_test_cell(source) for name in call.names}
+    except (ValueError, SyntaxError):  # judged (and failed) as its part
+        return set()
 
 
 # ---------------------------------------------------------- worker's attnbook
@@ -256,16 +274,47 @@ GRADING_ERROR = "This part could not be graded: the grader failed on it. Your in
 STATUSES_KEPT = 20  # a submission's status notes (each is short; see _remote._names)
 
 
+def regrade(worker: Worker, plan: list, found: list[earlier.Graded], k: int, results: dict[str, Result],
+            cells: list[str]) -> Result:
+    """Part ``found[k]`` judged again with the earlier parts below full that its code runs replaced by the
+    solution's (:mod:`.earlier`), when that scores more than ``results``' first grade; else the first grade.
+
+    Not tried for a part that scored full, whose ``cells`` ran out of time, or once the submission's time is
+    spent. What the student's code raises or warns in the second run is not shown (the solution's code is in
+    it); its statuses are kept only when its grade is.
+    """
+    part, first = found[k], results[found[k].grade_id]
+    below = {p.number for p in found[:k] if results[p.grade_id].score < results[p.grade_id].max_score}
+    rerun, swapped = earlier.rerun_cells(plan, found, k, below) if first.score < first.max_score else ([], [])
+    if not rerun or stalled_before(worker, cells) or time.monotonic() >= worker.end_by:
+        return first
+    statuses, slow = list(worker.statuses), worker.slow_cells
+    worker.quiet = True
+    try:
+        second = judge_part(worker, rerun, parse_test_cell(plan[part.step][2]), first.max_score)
+    finally:
+        worker.quiet, worker.slow_cells = False, slow
+    if second.score <= first.score:
+        worker.statuses[:] = statuses
+        return first
+    note = earlier.note(part.number, swapped, full=second.score == second.max_score)
+    return Result(second.score, second.max_score, f"{note}\n{second.message}")
+
+
 def grade_cells(plan: list, hidden: list[Path], log: list[str] | None = None) -> tuple[dict[str, Result], list[str]]:
-    """Grade a submission given as ``plan``: a list of ("cell", source) and ("test", grade_id, source, points).
+    """Grade a submission given as ``plan``: a list of ("cell", source), ("cell", source, solution) for a cell
+    of the student's (see :mod:`.earlier`) and ("test", grade_id, source, points).
 
     Returns grade_id -> :class:`Result` and the status notes. A part whose cells begin with cells that
     ran out of time for an earlier part is not run: it scores 0 and says why (:func:`stalled_before`);
     so do the parts left when the submission's time budget (``ATTNBOOK_GRADING_SUBMISSION_SECONDS``) is
     spent, and no part runs past it. A part the grader itself fails on scores 0 with a "grading error"
-    status (its traceback appended to ``log``), and the others are graded. The sandbox's folder and cgroup
-    are removed whatever happens.
+    status (its traceback appended to ``log``), and the others are graded. A part below full that runs the
+    student's earlier parts below full may be judged again with those replaced (:func:`regrade`). The
+    sandbox's folder and cgroup are removed whatever happens.
     """
+    found = earlier.parts(plan, checked_names)
+    number = {part.grade_id: k for k, part in enumerate(found)}
     budget = sandbox.limits()["submission_seconds"]
     workdir, group = sandbox.workdir(), sandbox.new_cgroup()
     worker = open_worker(workdir, hidden, group)
@@ -285,6 +334,7 @@ def grade_cells(plan: list, hidden: list[Path], log: list[str] | None = None) ->
             else:
                 try:
                     results[grade_id] = judge_part(worker, list(cells), parse_test_cell(source), points)
+                    results[grade_id] = regrade(worker, plan, found, number[grade_id], results, cells)
                 except Exception as err:  # the grader's own failure: this part only
                     worker.close()
                     worker.statuses.append(f"grading error: part {grade_id} ({type(err).__name__})")
