@@ -3,6 +3,8 @@
     python autograder/course.py release            # solutions/ -> chapters/<id>/exercises.ipynb
     python autograder/course.py release --check    # fail if a committed student notebook is stale
     python autograder/course.py grade [--jobs N] SUBMISSIONS  # SUBMISSIONS/<student>/<assignment>/*.ipynb
+    python autograder/course.py collect ZIP [--assignment ID] [--roster CSV]  # an LMS download (intake.py)
+    python autograder/course.py export [--roster CSV]  # canvas.csv and totals.csv (export.py)
 
 ``grade`` copies the submissions into ``submitted/`` (adding and updating,
 never deleting), grades each one with the judge of :mod:`attnbook.grading.judge`
@@ -16,6 +18,10 @@ submissions and writes the same files, whatever ``--jobs`` is.
 Without bubblewrap ``grade`` refuses to start (the students' code would run
 as you, with no file isolation) unless ``ATTNBOOK_GRADING_SANDBOX=none`` says
 the notebooks are trusted; ``--require-sandbox`` refuses even then.
+
+Due dates and the late policy come from ``deadlines.csv`` or the gradebook (late.py): the penalty goes
+into the gradebook, the results, ``grades.csv`` and the feedback. A submission that could not be read
+gets a feedback page that says why.
 
 ``--state DIR`` keeps the runtime state (release, submitted, autograded,
 feedback, gradebook.db) in DIR instead of the repository root.
@@ -313,7 +319,7 @@ def _feedback_notebook(nb, results: dict, released, notice: str | None = None):
     make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
             "raw": nbformat.v4.new_raw_cell}
     if notice:
-        out.cells.append(nbformat.v4.new_markdown_cell(notice))
+        out.cells.append(nbformat.v4.new_markdown_cell(notice, id="grading-notice"))  # ids: the same page each run
     for cell in nb.cells:
         gid = _grade_id(cell)
         new = make[cell.cell_type](source=cell.source)
@@ -332,7 +338,8 @@ def _feedback_notebook(nb, results: dict, released, notice: str | None = None):
         out.cells.append(new)
     shown = {_grade_id(c) for c in out.cells if c.cell_type == "code"}
     for gid in [g for g in stubs if g in results and g not in shown]:
-        cell = nbformat.v4.new_code_cell(stubs[gid].source, metadata={"nbgrader": _nbgrader(stubs[gid])})
+        same_id = {"id": f"missing-{gid}"[:64]} if _CELL_ID.fullmatch(gid) else {}
+        cell = nbformat.v4.new_code_cell(stubs[gid].source, metadata={"nbgrader": _nbgrader(stubs[gid])}, **same_id)
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=results[gid]["message"] + "\n")]
         out.cells.append(cell)
     return out
@@ -456,9 +463,9 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     results = _judge_all([(s, a, str(nbgrader.state)) for s, a in pairs], jobs, graded, nbgrader)
     import late
 
-    late.apply(results, nbgrader.state, nbgrader.db_url)
+    due = late.apply(results, nbgrader.state, nbgrader.db_url)
     _record(nbgrader.db_url, results)
-    late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem)
+    late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
     for result in results:
         try:
             _write_results(result, nbgrader)
@@ -518,7 +525,8 @@ def lms(args: argparse.Namespace) -> int:
     state = args.state.resolve()
     try:
         if args.command == "collect":
-            lines = intake.collect(args.zip, state / "submitted", args.assignment, args.roster, args.zone,
+            known = {a: {_grade_id(c) for c in _released(a).cells} - {None} for a in assignments()}
+            lines = intake.collect(args.zip, state / "submitted", args.assignment or known, args.roster, args.zone,
                                    MAX_NOTEBOOK)
         else:
             lines = [f"wrote {p}" for p in export.export(gradebook_url(state), state, args.roster)]
@@ -543,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="refuse without bubblewrap even if ATTNBOOK_GRADING_SANDBOX=none (hostile submissions)")
     co = sub.add_parser("collect", help="import an LMS download (Canvas, Moodle, zip_collect) into submitted/")
     co.add_argument("zip", type=Path, help="the downloaded zip, or the folder it unpacks to")
-    co.add_argument("--assignment", required=True, choices=assignments(), help="the assignment it holds")
+    co.add_argument("--assignment", choices=assignments(), help="the assignment it holds (default: its notebooks say)")
     co.add_argument("--roster", type=Path, default=None, help="CSV: the LMS's student ids -> the course's")
     co.add_argument("--zone", default="UTC", help="time zone of the times in the zip (default UTC)")
     ex = sub.add_parser("export", help="canvas.csv and totals.csv from the gradebook, late penalties applied")

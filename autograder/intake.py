@@ -243,11 +243,33 @@ def read_download(source: Path, assignment: str, roster: dict[str, str] | None, 
     return found, warnings
 
 
-def collect(source: Path, submitted: Path, assignment: str, roster_path: Path | None = None,
+def guess_assignment(source: Path, known: dict[str, set[str]], max_bytes: int) -> str:
+    """The assignment whose cells' grade ids the download's notebooks share most (``known``: assignment ->
+    the grade ids of its released notebook)."""
+    import json
+
+    votes = dict.fromkeys(known, 0)
+    for path, data, _ in _entries(source, max_bytes):
+        if path.lower().endswith(".ipynb"):
+            try:
+                cells = json.loads(data)["cells"]
+                ids = {c["metadata"]["nbgrader"]["grade_id"] for c in cells if "nbgrader" in c.get("metadata", {})}
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+            for assignment, theirs in known.items():
+                votes[assignment] += len(ids & theirs)
+    best = max(votes, key=votes.get, default=None)
+    if best is None or votes[best] == 0:
+        raise ValueError(f"ASSIGNMENT: none of {source}'s notebooks has the cells of an assignment; name it")
+    return best
+
+
+def collect(source: Path, submitted: Path, assignment: str | dict[str, set[str]], roster_path: Path | None = None,
             zone: str = "UTC", max_bytes: int = 64 << 20) -> list[str]:
     """Write an LMS download's submissions of ``assignment`` into ``submitted/``; return what it did and
-    its warnings, one line each (a misnamed notebook is graded, and named here). ``zone`` is the time
-    zone of the zip's times (an IANA name such as ``Europe/Paris``)."""
+    its warnings, one line each (a misnamed notebook is graded, and named here). ``assignment`` may be
+    each assignment's grade ids instead: the download's notebooks then say which (:func:`guess_assignment`).
+    ``zone`` is the time zone of the zip's times (an IANA name such as ``Europe/Paris``)."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     if not source.exists():
@@ -257,7 +279,10 @@ def collect(source: Path, submitted: Path, assignment: str, roster_path: Path | 
     except (ZoneInfoNotFoundError, ValueError) as err:
         raise ValueError(f"zone: expected a time zone name such as UTC or Europe/Paris, got {zone!r}") from err
     roster = read_roster(roster_path) if roster_path else None
+    guessed = not isinstance(assignment, str)
+    assignment = guess_assignment(source, assignment, max_bytes) if guessed else assignment
     files, lines = read_download(source, assignment, roster, tz, max_bytes)
+    lines += [f"the notebooks are {assignment}'s"] if guessed else []
     by_student: dict[str, list[Collected]] = {}
     for item in files:
         by_student.setdefault(item.student, []).append(item)

@@ -200,9 +200,10 @@ def lateness(result: dict, state: Path, deadlines: dict[tuple[str, str], Deadlin
             "policy": rule.policy.text}
 
 
-def apply(results: list[dict], state: Path, db_url: str) -> None:
-    """Add ``late`` to every result, from ``state/deadlines.csv`` (when there is one) and the gradebook.
-    A submission whose time or deadline cannot be read gets a ``review:`` note and no penalty."""
+def apply(results: list[dict], state: Path, db_url: str) -> dict[str, datetime]:
+    """Add ``late`` to every result, from ``state/deadlines.csv`` (when there is one) and the gradebook;
+    return the file's due date of each assignment it names (for :func:`record`). A submission whose time
+    or deadline cannot be read gets a ``review:`` note and no penalty."""
     path = state / DEADLINES
     deadlines = read_deadlines(path) if path.exists() else {}  # a malformed file stops the run: ValueError
     recorded = gradebook_deadlines(db_url)
@@ -213,10 +214,17 @@ def apply(results: list[dict], state: Path, db_url: str) -> None:
             result["late"] = {"submitted": None, "due": None, "hours_late": 0.0, "penalty": 0.0, "policy": ""}
             note = f"review: {err}"
             result["status"] = note if result["status"] == "ok" else f"{result['status']}; {note}"
+    due = {}
+    for assignment in {r["assignment"] for r in results}:
+        rule = deadlines.get((assignment, "")) or deadlines.get(("*", ""))
+        if rule and rule.due:
+            due[assignment] = rule.due
+    return due
 
 
-def record(db_url: str, results: list[dict], notebook: str) -> None:
-    """Write each result's due date, extension, timestamp and penalty into nbgrader's gradebook."""
+def record(db_url: str, results: list[dict], notebook: str, due: dict[str, datetime]) -> None:
+    """Write each result's timestamp and penalty into nbgrader's gradebook, each assignment's due date
+    ``due`` (the deadlines file's), and a student's own due date as nbgrader's extension."""
     from nbgrader.api import Gradebook, MissingEntry
 
     def naive(iso: str | None) -> datetime | None:
@@ -224,6 +232,11 @@ def record(db_url: str, results: list[dict], notebook: str) -> None:
 
     with warnings.catch_warnings(), Gradebook(db_url) as gb:
         warnings.simplefilter("ignore")
+        for assignment, when in due.items():
+            try:
+                gb.find_assignment(assignment).duedate = naive(when.isoformat())
+            except MissingEntry:
+                continue
         for result in results:
             late = result.get("late")
             try:
@@ -231,10 +244,8 @@ def record(db_url: str, results: list[dict], notebook: str) -> None:
                 nb = gb.find_submission_notebook(notebook, result["assignment"], result["student"])
             except MissingEntry:  # not recorded: its grading error says why
                 continue
-            due, base = naive(late["due"]), submission.assignment.duedate
-            if due and base is None:
-                submission.assignment.duedate = base = due
-            submission.extension = due - base if due and due != base else None
+            mine, base = naive(late["due"]), submission.assignment.duedate
+            submission.extension = mine - base if mine and base and mine != base else None
             submission.timestamp = naive(late["submitted"])
             nb.late_submission_penalty = late["penalty"] or None
         gb.db.commit()

@@ -106,6 +106,23 @@ def test_zip_collect_and_nbgrader_layouts(tmp_path):
     assert any(line.startswith("skipped hacker/01-rnn-attention/exercises.ipynb") for line in lines)
 
 
+def test_the_notebooks_say_which_assignment_a_download_holds(tmp_path):
+    import nbformat
+
+    known = {a: {c.metadata["nbgrader"]["grade_id"] for c in nbformat.read(ROOT / "chapters" / a / "exercises.ipynb",
+                                                                         as_version=4).cells
+                 if "nbgrader" in c.metadata} for a in ("01-rnn-attention", ASSIGNMENT)}
+    released = (ROOT / "chapters" / ASSIGNMENT / "exercises.ipynb").read_bytes()
+    source = make_zip(tmp_path / "submissions.zip", {"smithbob_340934_208490284_exercises.ipynb": (
+        released, (2026, 3, 1, 16, 59, 0)), "leeann_340935_208490290_exercises.ipynb": (b"{", (2026, 3, 1, 0, 0, 0))})
+    lines = intake.collect(source, tmp_path / "submitted", known)
+    assert f"the notebooks are {ASSIGNMENT}'s" in lines
+    assert (tmp_path / "submitted" / "340935" / ASSIGNMENT / "exercises.ipynb").read_bytes() == b"{"
+    with pytest.raises(ValueError, match="ASSIGNMENT: none of"):
+        intake.collect(make_zip(tmp_path / "other.zip", {"a_1_2_x.ipynb": (NB, (2026, 1, 1, 0, 0, 0))}),
+                       tmp_path / "submitted", known)
+
+
 def test_names_that_would_escape_are_refused(tmp_path):
     source = make_zip(tmp_path / "evil.zip", {f"../{ASSIGNMENT}/exercises.ipynb": (NB, (2026, 1, 1, 0, 0, 0))})
     with pytest.raises(ValueError, match="expected a plain file or folder name"):
@@ -162,6 +179,7 @@ def test_deadlines_file_with_a_default_and_an_extension(tmp_path):
         late.read_deadlines(path)
 
 
+@pytest.mark.filterwarnings("ignore:Object of type")  # SQLAlchemy's note on nbgrader's add_submission
 def test_canvas_csv_from_the_gradebook(tmp_path, monkeypatch):
     from nbgrader.api import Gradebook
 
@@ -175,12 +193,23 @@ def test_canvas_csv_from_the_gradebook(tmp_path, monkeypatch):
             gb.add_grade_cell("part", "exercises", name, max_score=10.0, cell_type="code")
         for student in ("bsmith", "alee", "340936"):
             gb.add_student(student)
-        for student, name, score, penalty in (("bsmith", ASSIGNMENT, 8.0, 2.5), ("alee", ASSIGNMENT, 9.0, None),
-                                              ("alee", "01-rnn-attention", 1.0, 4.0)):
+        for student, name, score in (("bsmith", ASSIGNMENT, 8.0), ("alee", ASSIGNMENT, 9.0),
+                                     ("alee", "01-rnn-attention", 1.0)):
             gb.add_submission(name, student)
             gb.find_grade("part", "exercises", name, student).auto_score = score
-            gb.find_submission_notebook("exercises", name, student).late_submission_penalty = penalty
         gb.db.commit()
+    results = [{"student": student, "assignment": name, "late": {
+        "submitted": "2026-03-02T18:00:00+00:00", "due": due, "hours_late": 1.0, "penalty": penalty}}
+        for student, name, due, penalty in (("bsmith", ASSIGNMENT, "2026-03-02T17:00:00+00:00", 2.5),
+                                            ("alee", ASSIGNMENT, "2026-03-02T18:00:00+00:00", 0.0),
+                                            ("alee", "01-rnn-attention", "2026-03-02T17:00:00+00:00", 4.0))]
+    due = late.parse_time("2026-03-02 17:00 UTC", "due")
+    late.record(db, results, "exercises", {ASSIGNMENT: due, "01-rnn-attention": due})
+    with Gradebook(db) as gb:  # what nbgrader's export, formgrader and feedback read
+        submission = gb.find_submission(ASSIGNMENT, "bsmith")
+        assert (submission.timestamp.isoformat(), submission.late_submission_penalty) == ("2026-03-02T18:00:00", 2.5)
+        assert submission.total_seconds_late == 3600
+        assert gb.find_submission(ASSIGNMENT, "alee").extension.total_seconds() == 3600  # its own due date
     roster = tmp_path / "roster.csv"
     roster.write_text(f"Student,ID,SIS User ID,SIS Login ID,Section,{ASSIGNMENT} (70412),student\n"
                       "\"Smith, Bob\",340934,S1,bsmith,A,,bsmith\n")
@@ -198,38 +227,41 @@ def test_canvas_csv_from_the_gradebook(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_broken_misnamed_and_late_notebooks_get_feedback_and_penalties(tmp_path):
-    """One cheap grading run: a missing, a corrupt, a misnamed and a late blank notebook, and one whose test
-    cell was renamed (nbgrader's feedback used to stop at it); then the export."""
+    """One cheap grading run (one notebook is judged): a missing and a corrupt notebook, and a late, misnamed
+    blank notebook whose test cell was renamed (nbgrader's feedback step used to stop at it); then the export."""
     import nbformat
 
-    released = (ROOT / "chapters" / ASSIGNMENT / "exercises.ipynb").read_text()
     state = tmp_path / "state"
-    renamed = nbformat.reads(released, as_version=4)
+    renamed = nbformat.read(ROOT / "chapters" / ASSIGNMENT / "exercises.ipynb", as_version=4)
     test_cell = next(c for c in renamed.cells if c.metadata.get("nbgrader", {}).get("grade"))
-    test_cell.metadata["nbgrader"]["grade_id"] = "my_own_name"
+    original, test_cell.metadata["nbgrader"]["grade_id"] = test_cell.metadata["nbgrader"]["grade_id"], "my_own_name"
     files = {"missing": ("answers.pdf", "%PDF"), "corrupt": ("exercises.ipynb", "{not a notebook"),
-             "misnamed": ("exercises (1).ipynb", released), "late": ("exercises.ipynb", released),
-             "renamed": ("exercises.ipynb", nbformat.writes(renamed))}
+             "renamed": ("exercises (1).ipynb", nbformat.writes(renamed))}
     for student, (name, text) in files.items():
         folder = state / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / name).write_text(text)
-    (state / "submitted" / "late" / ASSIGNMENT / "timestamp.txt").write_text("2026-03-02 18:00:00.000000 UTC")
+    for student in ("corrupt", "renamed"):
+        (state / "submitted" / student / ASSIGNMENT / "timestamp.txt").write_text("2026-03-02 18:00:00.000000 UTC")
     (state / "deadlines.csv").write_text(f'assignment,due,policy\n{ASSIGNMENT},2026-03-01 17:00 UTC,"zero"\n')
     done = course("--state", str(state), "grade", "--jobs", "2", **harness.trusted_grading_env())
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {r["student"]: r for r in csv.DictReader((state / "grades.csv").open())}
     assert rows["missing"]["status"] == "not graded: notebook missing (the folder holds answers.pdf)"
-    assert "misnamed" in rows["misnamed"]["status"] and "notebook missing" not in rows["misnamed"]["status"]
-    assert (rows["late"]["timestamp"], rows["late"]["late_hours"]) == ("2026-03-02T18:00:00+00:00", "25.0")
-    assert json.loads((state / "results" / "late" / f"{ASSIGNMENT}.json").read_text())["late"]["hours_late"] == 25.0
+    assert rows["renamed"]["status"].startswith("review: graded 'exercises (1).ipynb' as exercises.ipynb (misnamed)")
+    assert f"test cell edited or deleted ({original})" in rows["renamed"]["status"]
+    assert (rows["renamed"]["timestamp"], rows["renamed"]["late_hours"]) == ("2026-03-02T18:00:00+00:00", "25.0")
+    assert (rows["missing"]["timestamp"], rows["missing"]["late_hours"]) == ("", "0.0")
+    assert json.loads((state / "results" / "corrupt" / f"{ASSIGNMENT}.json").read_text())["late"] == {
+        "submitted": "2026-03-02T18:00:00+00:00", "due": "2026-03-01T17:00:00+00:00", "hours_late": 25.0,
+        "penalty": 0.0, "policy": "zero"}  # the interface of report.py
     pages = {s: (state / "feedback" / s / ASSIGNMENT / "exercises.html") for s in files}
     assert all(p.exists() for p in pages.values()), [s for s, p in pages.items() if not p.exists()]
     assert "No notebook named" in pages["missing"].read_text()
     assert "could not be graded (notebook is not valid JSON)" in pages["corrupt"].read_text()
-    assert "was graded as" in pages["misnamed"].read_text()
-    assert "25 hours after the due date" in pages["late"].read_text()
-    assert "test cell of your notebook was edited, renamed or deleted" in pages["renamed"].read_text()
+    renamed_page = pages["renamed"].read_text()
+    assert "was graded as" in renamed_page and "25 hours after the due date" in renamed_page
+    assert "test cell of your notebook was edited, renamed or deleted" in renamed_page
     done = course("--state", str(state), "export")
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(list(csv.reader((state / "canvas.csv").open()))) == 2 + len(files)
