@@ -521,13 +521,15 @@ def lms(args: argparse.Namespace) -> int:
 
     import export
     import intake
+    import late
 
     state = args.state.resolve()
     try:
         if args.command == "collect":
             known = {a: {_grade_id(c) for c in _released(a).cells} - {None} for a in assignments()}
+            rules = late.read_deadlines(state / late.DEADLINES) if (state / late.DEADLINES).exists() else {}
             lines = intake.collect(args.zip, state / "submitted", args.assignment or known, args.roster, args.zone,
-                                   MAX_NOTEBOOK)
+                                   MAX_NOTEBOOK, lambda a, s: late.rule(rules, a, s).due)
         else:
             lines = [f"wrote {p}" for p in export.export(gradebook_url(state), state, args.roster)]
     except (ValueError, OSError, zipfile.BadZipFile) as err:

@@ -1,9 +1,10 @@
 """Submissions from the real world: an LMS download into ``submitted/``, misnamed notebooks, what to tell a
 student whose notebook could not be graded.
 
-``course.py collect ZIP --assignment ID [--roster CSV]`` reads a zip (or its unpacked folder) in any of
-these layouts, one entry at a time, and writes ``submitted/<student>/<assignment>/`` with the files
-under their own names and a ``timestamp.txt`` (the time nbgrader's exchange would have written):
+``course.py collect ZIP [--assignment ID] [--roster CSV]`` reads a zip (or its unpacked folder) in any
+of these layouts, one entry at a time, and writes ``submitted/<student>/<assignment>/`` with the files
+under their own names and a ``timestamp.txt`` (the time nbgrader's exchange would have written); the
+assignment, unless named, is the one whose grade ids the notebooks share:
 
 * Canvas's "Download submissions": ``<name>[_late]_<user id>_<submission id>_<file>``;
 * Moodle's "Download all submissions": ``<Full Name>_<participant id>_assignsubmission_file_/<file>``
@@ -190,6 +191,7 @@ class Collected:
     when: datetime | None
     data: bytes
     note: str | None = None
+    lms: str = ""
 
 
 def _entries(source: Path, max_bytes: int):
@@ -235,7 +237,7 @@ def read_download(source: Path, assignment: str, roster: dict[str, str] | None, 
                 unnamed[entry.lms_id] = f"{entry.name} ({entry.lms})"
             when = stamp.replace(tzinfo=zone)
         note = "marked late by Canvas" if entry.late else None
-        found.append(Collected(_safe(student, path), _safe(entry.file, path), when, data, note))
+        found.append(Collected(_safe(student, path), _safe(entry.file, path), when, data, note, entry.lms))
     if unnamed:
         where = "no roster given" if roster is None else "not in the roster"
         warnings.append(f"{where}: {len(unnamed)} students are named by their LMS id: "
@@ -265,11 +267,13 @@ def guess_assignment(source: Path, known: dict[str, set[str]], max_bytes: int) -
 
 
 def collect(source: Path, submitted: Path, assignment: str | dict[str, set[str]], roster_path: Path | None = None,
-            zone: str = "UTC", max_bytes: int = 64 << 20) -> list[str]:
+            zone: str = "UTC", max_bytes: int = 64 << 20, due=None) -> list[str]:
     """Write an LMS download's submissions of ``assignment`` into ``submitted/``; return what it did and
     its warnings, one line each (a misnamed notebook is graded, and named here). ``assignment`` may be
     each assignment's grade ids instead: the download's notebooks then say which (:func:`guess_assignment`).
-    ``zone`` is the time zone of the zip's times (an IANA name such as ``Europe/Paris``)."""
+    ``zone`` is the time zone of the zip's times (an IANA name such as ``Europe/Paris``). ``due(assignment,
+    student)``, when given, is a student's due date: a Canvas late mark that the zip's time contradicts is
+    a warning (the zone is likely wrong)."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     if not source.exists():
@@ -289,14 +293,27 @@ def collect(source: Path, submitted: Path, assignment: str | dict[str, set[str]]
     for student, items in sorted(by_student.items()):
         folder = submitted / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
+        notes = [n for n in (i.note for i in items) if n]
+        # An earlier download's notebook would be graded instead of a resubmission that Canvas renamed
+        # (exercises.ipynb, then exercises-1.ipynb): it moves to .replaced/, kept but out of the way.
+        stale = [p for p in folder.glob("*.ipynb") if p.name not in {i.file for i in items}]
+        for old in stale:
+            (folder / ".replaced").mkdir(exist_ok=True)
+            old.replace(folder / ".replaced" / old.name)
+        notes += [f"moved the earlier {', '.join(sorted(p.name for p in stale))} to .replaced/"] if stale else []
         for item in items:
             (folder / item.file).write_bytes(item.data)
         stamped = [i.when for i in items if i.when and i.file.lower().endswith(".ipynb")]
         if stamped and "timestamp.txt" not in [i.file for i in items]:  # the time of its latest notebook
             utc = max(stamped).astimezone(timezone.utc)
             (folder / "timestamp.txt").write_text(utc.strftime(_STAMP).replace("+0000", "UTC"))
+            deadline = due(assignment, student) if due and any(i.lms == "Canvas" for i in items) else None
+            marked = any(i.note == "marked late by Canvas" for i in items)
+            if deadline and marked != (utc > deadline):
+                notes.append(f"warning: Canvas {'marks' if marked else 'does not mark'} it late but its time, "
+                             f"{utc:%Y-%m-%d %H:%M} UTC, is {'before' if marked else 'after'} the due date: "
+                             "is ZONE the zone of the zip's times?")
         notebook = match_notebook([i.file for i in items])
-        notes = [n for n in (i.note for i in items) if n]
         if notebook is None:
             notes.append(f"warning: no notebook among {', '.join(sorted(i.file for i in items))}")
         elif notebook != NOTEBOOK:

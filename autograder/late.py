@@ -171,6 +171,12 @@ def submitted_at(folder: Path) -> datetime | None:
     return parse_time(stamp.read_text(), str(stamp))
 
 
+def rule(deadlines: dict[tuple[str, str], Deadline], assignment: str, student: str) -> Deadline:
+    """The deadline of ``student``'s ``assignment`` in a deadlines file: theirs, the assignment's or ``*``'s."""
+    return (deadlines.get((assignment, student)) or deadlines.get((assignment, "")) or deadlines.get(("*", ""))
+            or Deadline(None, parse_policy("")))
+
+
 def lateness(result: dict, state: Path, deadlines: dict[tuple[str, str], Deadline],
              recorded: dict[tuple[str, str], datetime]) -> dict:
     """``result["late"]``: when it was submitted and due (ISO 8601 or None), hours late, points deducted
@@ -187,17 +193,16 @@ def lateness(result: dict, state: Path, deadlines: dict[tuple[str, str], Deadlin
     4.0
     """
     student, assignment = result["student"], result["assignment"]
-    rule = (deadlines.get((assignment, student)) or deadlines.get((assignment, ""))
-            or deadlines.get(("*", "")) or Deadline(None, parse_policy("")))
+    mine = rule(deadlines, assignment, student)
     named = (assignment, student) in deadlines or (assignment, "") in deadlines
-    due = rule.due if named or rule.due else recorded.get((assignment, student), recorded.get((assignment, "")))
+    due = mine.due if named or mine.due else recorded.get((assignment, student), recorded.get((assignment, "")))
     when = submitted_at(state / "submitted" / student / assignment)
     hours = max(0.0, (when - due).total_seconds() / 3600) if when and due else 0.0
     score = sum(p["score"] for p in result["parts"].values())
     top = sum(p["max_score"] for p in result["parts"].values())
     return {"submitted": when.isoformat() if when else None, "due": due.isoformat() if due else None,
-            "hours_late": round(hours, 2), "penalty": penalty(rule.policy, hours, score, top),
-            "policy": rule.policy.text}
+            "hours_late": round(hours, 2), "penalty": penalty(mine.policy, hours, score, top),
+            "policy": mine.policy.text}
 
 
 def apply(results: list[dict], state: Path, db_url: str) -> dict[str, datetime]:
@@ -216,9 +221,8 @@ def apply(results: list[dict], state: Path, db_url: str) -> dict[str, datetime]:
             result["status"] = note if result["status"] == "ok" else f"{result['status']}; {note}"
     due = {}
     for assignment in {r["assignment"] for r in results}:
-        rule = deadlines.get((assignment, "")) or deadlines.get(("*", ""))
-        if rule and rule.due:
-            due[assignment] = rule.due
+        if when := rule(deadlines, assignment, "").due:
+            due[assignment] = when
     return due
 
 

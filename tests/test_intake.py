@@ -50,7 +50,9 @@ def test_canvas_download_with_a_roster(tmp_path):
     roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n"
                       "    Points Possible,,,,\n\"Smith, Bob\",340934,S1,bsmith,A\n\"Lee, Ann\",340935,S2,alee,A\n")
     # a comma inside a quoted name, Canvas's "Points Possible" row: read as Canvas writes them
-    lines = intake.collect(source, tmp_path / "submitted", ASSIGNMENT, roster, "Europe/Paris")
+    due = late.parse_time("2026-03-01 16:30 UTC", "due")  # 17:30 in Paris
+    lines = intake.collect(source, tmp_path / "submitted", ASSIGNMENT, roster, "Europe/Paris",
+                           due=lambda assignment, student: due)
     submitted = tmp_path / "submitted"
     assert sorted(p.name for p in submitted.iterdir()) == ["340936", "alee", "bsmith"]
     assert (submitted / "bsmith" / ASSIGNMENT / "exercises.ipynb").read_bytes() == NB
@@ -60,6 +62,22 @@ def test_canvas_download_with_a_roster(tmp_path):
     assert "not in the roster: 1 students are named by their LMS id: 340936 = doejo (Canvas)" in text
     assert "alee/02-transformer: 1 files; marked late by Canvas; warning: 'exercises (1).ipynb' will be graded" in text
     assert "340936/02-transformer: 1 files; warning: 'Exercises.ipynb' will be graded as exercises.ipynb" in text
+    assert "warning: Canvas" not in text  # its late mark agrees with the times read in Paris's zone
+    lines = intake.collect(source, tmp_path / "utc", ASSIGNMENT, roster, "UTC", due=lambda assignment, student: due)
+    assert [line for line in lines if "warning: Canvas" in line] == [  # 16:59 read as UTC is late
+        "bsmith/02-transformer: 1 files; warning: Canvas does not mark it late but its time, 2026-03-01 16:59 UTC, "
+        "is after the due date: is ZONE the zone of the zip's times?"]
+
+
+def test_a_resubmission_replaces_the_earlier_notebook(tmp_path):
+    first = make_zip(tmp_path / "first.zip", {"smithbob_340934_1_exercises.ipynb": (NB, (2026, 3, 1, 10, 0, 0))})
+    again = make_zip(tmp_path / "again.zip", {"smithbob_340934_2_exercises-1.ipynb": (b"{}", (2026, 3, 2, 10, 0, 0))})
+    intake.collect(first, tmp_path / "submitted", ASSIGNMENT)
+    lines = intake.collect(again, tmp_path / "submitted", ASSIGNMENT)
+    folder = tmp_path / "submitted" / "340934" / ASSIGNMENT
+    assert "moved the earlier exercises.ipynb to .replaced/" in "\n".join(lines)
+    assert intake.locate(folder)[0].read_bytes() == b"{}" and (folder / ".replaced" / "exercises.ipynb").exists()
+    assert stamp(tmp_path / "submitted", "340934") == "2026-03-02 10:00:00.000000 UTC"
 
 
 def test_moodle_download_without_a_roster(tmp_path):
