@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path, PurePosixPath
@@ -98,7 +99,7 @@ def match_notebook(names: list[str]) -> str | None:
 def locate(folder: Path) -> tuple[Path, str | None]:
     """The notebook to grade in a submission's ``folder``, and a note when it is not ``exercises.ipynb``
     (a misnamed copy, or what the folder holds instead of a notebook)."""
-    names = sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+    names = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.is_symlink()) if folder.is_dir() else []
     found = match_notebook(names)
     if found == NOTEBOOK:
         return folder / NOTEBOOK, None
@@ -108,7 +109,7 @@ def locate(folder: Path) -> tuple[Path, str | None]:
     return folder / NOTEBOOK, f"the folder holds {', '.join(others)}" if others else None
 
 
-def read_submission(folder: Path, read) -> tuple[object, list[str]]:
+def read_submission(folder: Path, read: Callable[[Path], tuple[object, str | None]]) -> tuple[object, list[str]]:
     """The notebook of the submission in ``folder`` (``read`` reads one file: ``course._read_submission``)
     and its status notes: a misnamed notebook's, or why there is none."""
     path, note = locate(folder)
@@ -267,7 +268,8 @@ def guess_assignment(source: Path, known: dict[str, set[str]], max_bytes: int) -
 
 
 def collect(source: Path, submitted: Path, assignment: str | dict[str, set[str]], roster_path: Path | None = None,
-            zone: str = "UTC", max_bytes: int = 64 << 20, due=None) -> list[str]:
+            zone: str = "UTC", max_bytes: int = 64 << 20,
+            due: Callable[[str, str], datetime | None] | None = None) -> list[str]:
     """Write an LMS download's submissions of ``assignment`` into ``submitted/``; return what it did and
     its warnings, one line each (a misnamed notebook is graded, and named here). ``assignment`` may be
     each assignment's grade ids instead: the download's notebooks then say which (:func:`guess_assignment`).
