@@ -1,7 +1,8 @@
 # Two commands set up a fresh machine and do everything (see README.md):
 #   make book   install, fetch data, build the HTML book (warnings are errors), check every page
 #   make test   install, run every test
-# Instructors: make release, make grade [SUBMISSIONS=folder], make report [STATE=folder], make grader-check.
+# Instructors: make release, make collect ZIP=download.zip [ROSTER=roster.csv], make grade [SUBMISSIONS=folder],
+#   make report [STATE=folder], make export [ROSTER=roster.csv], make grader-check.
 # Maintainers: make lint runs Ruff on every .py file (rules in pyproject.toml; CI runs it before make test);
 #   make checkpoints [NAMES=...] [DEVICE=cuda] rebuilds the trained models the book loads.
 # Cleanup: make clean.
@@ -17,7 +18,7 @@ STATE  ?= .
 TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null && \
 	echo https://download.pytorch.org/whl/cpu)
 
-.PHONY: install data book book-instructor test lint checkpoints release grade report grader-check clean
+.PHONY: install data book book-instructor test lint checkpoints release collect grade report export grader-check clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -73,8 +74,19 @@ checkpoints: data
 release: install
 	$(PY) autograder/course.py release
 
+# An LMS download (Canvas, Moodle, nbgrader's zip_collect layout) into STATE/submitted/; ASSIGNMENT when its
+# notebooks cannot say which, ROSTER to name the students as the course does, ZONE for the zip's times.
+collect: install
+	$(if $(ZIP),,$(error make collect needs ZIP=the downloaded zip))
+	$(PY) autograder/course.py --state $(STATE) collect "$(ZIP)" $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) \
+		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(ZONE),--zone $(ZONE))
+
 grade: install
 	$(PY) autograder/course.py grade --jobs $(JOBS) $(SUBMISSIONS)
+
+# STATE/canvas.csv (Canvas's gradebook import) and STATE/totals.csv, late penalties applied.
+export: install
+	$(PY) autograder/course.py --state $(STATE) export $(if $(ROSTER),--roster "$(ROSTER)")
 
 # The class report of a graded state folder: STATE/report/index.html.
 report: install
@@ -90,4 +102,5 @@ grader-check: install
 	$(PY) autograder/fixtures/catalogue.py check _build/grader-check/grades.csv
 
 clean:
-	rm -rf _build _release submitted autograded feedback results report gradebook.db grades.csv grading.log
+	rm -rf _build _release submitted autograded feedback results report gradebook.db grades.csv grading.log \
+		canvas.csv totals.csv

@@ -3,6 +3,8 @@
     python autograder/course.py release            # solutions/ -> chapters/<id>/exercises.ipynb
     python autograder/course.py release --check    # fail if a committed student notebook is stale
     python autograder/course.py grade [--jobs N] SUBMISSIONS  # SUBMISSIONS/<student>/<assignment>/*.ipynb
+    python autograder/course.py collect ZIP [--assignment ID] [--roster CSV]  # an LMS download (intake.py)
+    python autograder/course.py export [--roster CSV]  # canvas.csv and totals.csv (export.py)
 
 ``grade`` copies the submissions into ``submitted/`` (adding and updating,
 never deleting), grades each one with the judge of :mod:`attnbook.grading.judge`
@@ -16,6 +18,10 @@ submissions and writes the same files, whatever ``--jobs`` is.
 Without bubblewrap ``grade`` refuses to start (the students' code would run
 as you, with no file isolation) unless ``ATTNBOOK_GRADING_SANDBOX=none`` says
 the notebooks are trusted; ``--require-sandbox`` refuses even then.
+
+Due dates and the late policy come from ``deadlines.csv`` or the gradebook (late.py): the penalty goes
+into the gradebook, the results, ``grades.csv`` and the feedback. A submission that could not be read
+gets a feedback page that says why.
 
 ``--state DIR`` keeps the runtime state (release, submitted, autograded,
 feedback, gradebook.db) in DIR instead of the repository root.
@@ -39,6 +45,7 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # intake.py, late.py and export.py, imported where they are used
 ROOT = HERE.parent
 SOLUTIONS = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
@@ -243,14 +250,16 @@ def _grade_one(job: tuple[str, str, str]) -> dict:
         from attnbook.grading import judge
 
         torch.set_num_threads(1)  # the checks' tensors are small: parallel judges, not threads, use the cores
-        nb, status = _read_submission(Path(state) / "submitted" / student / assignment / NOTEBOOK)
-        statuses, log = [status] if status else [], []
+        import intake
+
+        nb, statuses = intake.read_submission(Path(state) / "submitted" / student / assignment, _read_submission)
+        log = []
         if nb is not None:
             step = "planning"
-            steps, statuses = plan(_source(assignment), _released(assignment), nb)
+            steps, planned = plan(_source(assignment), _released(assignment), nb)
             step = "judging"
             results, notes = judge.grade_cells(steps, hidden=_hidden(Path(state)), log=log)
-            statuses += notes + [f"review: {f}" for f in _flags(nb)]
+            statuses += planned + notes + [f"review: {f}" for f in _flags(nb)]
             result["parts"] = {gid: vars(r) for gid, r in results.items()}
         result["status"] = "; ".join(statuses) or "ok"
         if log:
@@ -298,16 +307,21 @@ def _hidden(state: Path) -> list[Path]:
     return [ROOT, state.resolve(), Path(attnbook.__file__).resolve().parent, Path("/srv/nbgrader")]
 
 
-def _feedback_notebook(nb, results: dict, released):
-    """The submission as the autograded notebook: the student's cells (sources, ids, tags, nbgrader
-    metadata and attachments only), test cells as released, each with the judge's words."""
+def _feedback_notebook(nb, results: dict, released, notice: str | None = None):
+    """The submission as the autograded notebook: ``notice`` (what happened to the submission as a whole)
+    first, then the student's cells (sources, ids, tags, attachments, and nbgrader metadata only for
+    the ids the gradebook knows), test cells as released, each with the judge's words; a test cell the
+    student deleted or renamed comes at the end, with its words."""
     import nbformat
 
     stubs = _test_cells(released)
+    known = {_grade_id(c) for c in released.cells if _grade_id(c)}
     out = nbformat.v4.new_notebook(metadata={k: nb.metadata[k] for k in ("kernelspec", "language_info")
                                              if isinstance(nb.metadata.get(k), dict)})
     make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
             "raw": nbformat.v4.new_raw_cell}
+    if notice:
+        out.cells.append(nbformat.v4.new_markdown_cell(notice, id="grading-notice"))  # ids: the same page each run
     for cell in nb.cells:
         gid = _grade_id(cell)
         new = make[cell.cell_type](source=cell.source)
@@ -316,7 +330,7 @@ def _feedback_notebook(nb, results: dict, released):
         tags = cell.metadata.get("tags") if isinstance(cell.get("metadata"), dict) else None
         if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
             new.metadata["tags"] = tags
-        if _nbgrader(cell):
+        if _nbgrader(cell) and gid in known:  # an id the gradebook lacks stops nbgrader's feedback (NoResultFound)
             new.metadata["nbgrader"] = _nbgrader(cell)
         if cell.get("attachments") and cell.cell_type != "code":
             new["attachments"] = cell["attachments"]
@@ -324,6 +338,12 @@ def _feedback_notebook(nb, results: dict, released):
             new.source = stubs[gid].source
             new.outputs = [nbformat.v4.new_output("stream", name="stdout", text=results[gid]["message"] + "\n")]
         out.cells.append(new)
+    shown = {_grade_id(c) for c in out.cells if c.cell_type == "code"}
+    for gid in [g for g in stubs if g in results and g not in shown]:
+        same_id = {"id": f"missing-{gid}"[:64]} if _CELL_ID.fullmatch(gid) else {}
+        cell = nbformat.v4.new_code_cell(stubs[gid].source, metadata={"nbgrader": _nbgrader(stubs[gid])}, **same_id)
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=results[gid]["message"] + "\n")]
+        out.cells.append(cell)
     return out
 
 
@@ -367,13 +387,19 @@ def _write_results(result: dict, nbgrader: Nbgrader) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps({k: v for k, v in result.items() if k != "log"}, indent=1, sort_keys=True) + "\n")
     submitted = nbgrader.state / "submitted" / student / assignment
-    nb, _ = _read_submission(submitted / NOTEBOOK)
-    if nb is not None:
-        autograded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
-        autograded.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(_feedback_notebook(nb, result["parts"], _released(assignment)), autograded)
+    import intake
+    import late
+
+    nb, _ = intake.read_submission(submitted, _read_submission)
+    notice = intake.notice(result["status"], late.describe(result.get("late")))
+    # A notebook that could not be read gets a feedback page too: the released one, saying why.
+    autograded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
+    autograded.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(_feedback_notebook(_released(assignment) if nb is None else nb, result["parts"],
+                                      _released(assignment), notice), autograded)
+    if submitted.is_dir():
         for extra in submitted.iterdir():  # timestamp.txt, the exchange's secret
-            if extra.is_file() and not extra.is_symlink() and extra.name != NOTEBOOK:
+            if extra.is_file() and not extra.is_symlink() and not extra.name.endswith(".ipynb"):
                 shutil.copy2(extra, autograded.parent / extra.name)
 
 
@@ -437,7 +463,11 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
             for call in judge.parse_test_cell(cell.source):  # every check imported once, before the judges fork
                 judge.package_sources(tuple(sorted(call.check.forbidden)))
     results = _judge_all([(s, a, str(nbgrader.state)) for s, a in pairs], jobs, graded, nbgrader)
+    import late
+
+    due = late.apply(results, nbgrader.state, nbgrader.db_url)
     _record(nbgrader.db_url, results)
+    late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
     for result in results:
         try:
             _write_results(result, nbgrader)
@@ -460,7 +490,10 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
 
 
 def write_csv(results: list[dict], out: Path) -> None:
-    """grades.csv: a row per submission, a column per graded cell (assignments in order, cells in notebook order)."""
+    """grades.csv: a row per submission, a column per graded cell (assignments in order, cells in notebook
+    order), the score before any late penalty, and the late columns of :func:`late.columns`."""
+    import late
+
     columns = {a: list(_test_cells(_source(a))) for a in sorted({r["assignment"] for r in results})}
     rows = []
     for result in results:
@@ -469,18 +502,43 @@ def write_csv(results: list[dict], out: Path) -> None:
         row.update({gid: round(result["parts"][gid]["score"], 2) for gid in cells})
         row["score"] = round(sum(row[gid] for gid in cells), 2)
         row["max_score"] = sum(result["parts"][gid]["max_score"] for gid in cells)
+        row.update(late.columns(result))
         row["status"] = result["status"]
         rows.append(row)
         print(f"{row['student']:>20} {row['assignment']}: {row['score']:g}/{row['max_score']:g}  {row['status']}")
     out.parent.mkdir(parents=True, exist_ok=True)
     graded = [gid for cells in columns.values() for gid in cells]
-    fields = ["student", "assignment", *graded, "score", "max_score", "status"]
+    fields = ["student", "assignment", *graded, "score", "max_score", "timestamp", "late_hours", "penalty", "status"]
     tmp = out.with_suffix(".tmp")
     with open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields, restval="")
         writer.writeheader()
         writer.writerows(rows)
     tmp.replace(out)
+
+
+def lms(args: argparse.Namespace) -> int:
+    """``collect`` (intake.py) or ``export`` (export.py); a bad zip, roster or zone is a clear error."""
+    import zipfile
+
+    import export
+    import intake
+    import late
+
+    state = args.state.resolve()
+    try:
+        if args.command == "collect":
+            known = {a: {_grade_id(c) for c in _released(a).cells} - {None} for a in assignments()}
+            rules = late.read_deadlines(state / late.DEADLINES) if (state / late.DEADLINES).exists() else {}
+            lines = intake.collect(args.zip, state / "submitted", args.assignment or known, args.roster, args.zone,
+                                   MAX_NOTEBOOK, lambda a, s: late.rule(rules, a, s).due)
+        else:
+            lines = [f"wrote {p}" for p in export.export(gradebook_url(state), state, args.roster)]
+    except (ValueError, OSError, zipfile.BadZipFile) as err:
+        print(f"not done: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -495,9 +553,18 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
     gr.add_argument("--require-sandbox", action="store_true",
                     help="refuse without bubblewrap even if ATTNBOOK_GRADING_SANDBOX=none (hostile submissions)")
+    co = sub.add_parser("collect", help="import an LMS download (Canvas, Moodle, zip_collect) into submitted/")
+    co.add_argument("zip", type=Path, help="the downloaded zip, or the folder it unpacks to")
+    co.add_argument("--assignment", choices=assignments(), help="the assignment it holds (default: its notebooks say)")
+    co.add_argument("--roster", type=Path, default=None, help="CSV: the LMS's student ids -> the course's")
+    co.add_argument("--zone", default="UTC", help="time zone of the times in the zip (default UTC)")
+    ex = sub.add_parser("export", help="canvas.csv and totals.csv from the gradebook, late penalties applied")
+    ex.add_argument("--roster", type=Path, default=None, help="Canvas's gradebook export with a student column")
     args = parser.parse_args(argv)
     if args.command == "release":
         return release(args.state, args.check)
+    if args.command in ("collect", "export"):
+        return lms(args)
     return grade(args.submissions, args.state, args.out or args.state / "grades.csv", max(1, args.jobs),
                  args.require_sandbox)
 
