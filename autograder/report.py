@@ -13,7 +13,7 @@ it, two PNGs per assignment. For every assignment, parts in notebook order:
   not graded (no notebook, a grading error);
 * the diagnosed mistakes (the lines of a judge's message that start with
   "- ", or the whole message), each once, with how many students made it and on which parts;
-* per student: the total, late work (when the results carry a ``late`` entry),
+* per student: the total after any late penalty, late work (when the results carry a ``late`` entry),
   similar answers, the status and a link to the feedback page;
 * the similar answers found by ``similarity.py``, the two code blocks side by side;
 * the rows whose status is not "ok".
@@ -208,6 +208,15 @@ def similar_section(assignment: str, matches: list[similarity.Match]) -> str:
     return "\n".join(out)
 
 
+def net(row: dict) -> float:
+    """A grades.csv row's score after its late penalty (``grades.csv`` keeps the score before it).
+
+    >>> net({"score": "7", "penalty": "1.5"}), net({"score": "7"})
+    (5.5, 7.0)
+    """
+    return float(row["score"]) - float(row.get("penalty") or 0)
+
+
 def student_rows(assignment: str, rows: list[dict], results: list[dict], matches: list[similarity.Match],
                  state: Path, out: Path) -> list[list]:
     """One row per student: total, late, similar answers (linked to the pair), status, feedback link."""
@@ -221,7 +230,7 @@ def student_rows(assignment: str, rows: list[dict], results: list[dict], matches
         page = state / "feedback" / student / assignment / course.NOTEBOOK.replace(".ipynb", ".html")
         feedback = (Html(f'<a href="{html.escape(os.path.relpath(page, out))}">feedback</a>') if page.exists()
                     else "no feedback page")
-        table_rows.append([student, f"{float(row['score']):g} / {float(row['max_score']):g}",
+        table_rows.append([student, f"{net(row):g} / {float(row['max_score']):g}",
                            late(by_student.get(student)), Html("\n".join(links)), row["status"], feedback])
     return table_rows
 
@@ -232,7 +241,7 @@ def section(assignment: str, rows: list[dict], results: list[dict], matches: lis
     parts = [f'<h2 id="{html.escape(assignment)}">{html.escape(assignment)}</h2>']
     names = order(assignment, results)
     if rows:
-        totals = [float(r["score"]) for r in rows]
+        totals = [net(r) for r in rows]
         max_score = float(rows[0]["max_score"])
         n_late = sum(late(r) not in ("", "on time") for r in results)
         flagged = {s for m in matches for s in (m.left, m.right) if s != similarity.REFERENCE}
@@ -271,7 +280,7 @@ def totals(rows: list[dict], assignments: list[str]) -> str:
     """Each student's total per assignment and over all of them."""
     scores = defaultdict(dict)
     for r in rows:
-        scores[r["student"]][r["assignment"]] = float(r["score"])
+        scores[r["student"]][r["assignment"]] = net(r)
     most = sum(float(next(r["max_score"] for r in rows if r["assignment"] == a)) for a in assignments)
     body = [[s, *(f"{scores[s][a]:g}" if a in scores[s] else "" for a in assignments),
              f"{sum(scores[s].values()):g} / {most:g}"] for s in sorted(scores)]
