@@ -5,7 +5,7 @@ module keeps its visible cases and its case makers (neither is secret) and the
 hidden cases' parameters live in ``autograder/hidden/<chapter>.py``, one
 dictionary ``HIDDEN`` per chapter package from part name to cases. They are
 found in ``$ATTNBOOK_HIDDEN_CASES`` (a folder; ``make grade`` sets it to its
-own ``autograder/hidden``) or, without it, in the ``autograder/hidden`` of the
+own ``autograder/hidden`` unless it is set) or, without it, in the ``autograder/hidden`` of the
 checkout this package is imported from. Where neither is there (a student's
 installed package), :func:`find` answers ``None`` and ``check_x(f, points=N)``
 grades the visible cases only. Where the folder is there, a part missing from
