@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -47,8 +48,11 @@ GRADING = ROOT / "src" / "attnbook" / "grading"
 CHAPTERS = sorted(p.parent.name for p in GRADING.glob("*/__init__.py"))  # the chapters' grading packages
 
 
-class Run(tuple):
-    """The leading number arguments of a maker call, found as ``a, b, c`` in source."""
+@dataclass(frozen=True)
+class Run:
+    """The leading number arguments of a maker call, found as ``a, b, c`` in source (never equal to a tuple)."""
+
+    numbers: tuple
 
 
 def _literal(node: ast.AST) -> object:
@@ -81,7 +85,7 @@ def _parameters(node: ast.AST) -> set:
                     break
                 run.append(value)
             if len(run) >= 3:
-                found.add(Run(run))
+                found.add(Run(tuple(run)))
         try:
             value = _literal(sub)
         except ValueError:
@@ -158,7 +162,7 @@ def hidden_parameters() -> set:
 def _pattern(value: object) -> str:
     """A regular expression that finds ``value`` as a token of Python source."""
     if isinstance(value, Run):
-        return r"(?<![\w.])" + r"\s*,\s*".join(re.escape(repr(v)) for v in value) + r"(?![\w.])"
+        return r"(?<![\w.])" + r"\s*,\s*".join(re.escape(repr(v)) for v in value.numbers) + r"(?![\w.])"
     if isinstance(value, tuple):
         inner = r"\s*,\s*".join(_pattern(v) for v in value)
         return rf"[(\[]\s*{inner}\s*,?\s*[)\]]"
@@ -169,6 +173,8 @@ def _pattern(value: object) -> str:
 
 def _first(value: object) -> str:
     """A piece of text that ``value`` cannot occur without: a cheap test before the regular expression."""
+    if isinstance(value, Run):
+        return repr(value.numbers[0])
     return _first(value[0]) if isinstance(value, tuple) and value else value if isinstance(value, str) else repr(value)
 
 
