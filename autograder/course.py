@@ -49,6 +49,7 @@ sys.path.insert(0, str(HERE))  # intake.py, late.py and export.py, imported wher
 ROOT = HERE.parent
 SOLUTIONS = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
+HIDDEN_CASES = HERE / "hidden"  # the hidden cases of every part (instructor-only: attnbook.grading.hidden_cases)
 NOTEBOOK = "exercises.ipynb"
 MAX_NOTEBOOK = 64 << 20  # bytes: a submission larger than this is not graded
 
@@ -452,16 +453,24 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
         print(f"nothing to grade: expected {submitted}/<student>/<assignment>/{NOTEBOOK}", file=sys.stderr)
         return 2
     out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
-    from attnbook.grading import judge
+    from attnbook.grading import hidden_cases, judge
 
     swept = sandbox.sweep()  # what killed runs left: sandbox folders, empty cgroups
     if swept:
         print(f"removed what an earlier run left: {', '.join(swept)}")
     graded = sorted({a for _, a in pairs})
-    for assignment in graded:
-        for cell in _test_cells(_source(assignment)).values():
-            for call in judge.parse_test_cell(cell.source):  # every check imported once, before the judges fork
-                judge.package_sources(tuple(sorted(call.check.forbidden)))
+    # The hidden cases are read from here (or $ATTNBOOK_HIDDEN_CASES), never from the installed package, and once,
+    # with every check, before the judges fork; a part without its hidden cases stops the run.
+    os.environ.setdefault(hidden_cases.ENV, str(HIDDEN_CASES))
+    try:
+        for assignment in graded:
+            for cell in _test_cells(_source(assignment)).values():
+                for call in judge.parse_test_cell(cell.source):
+                    judge.package_sources(tuple(sorted(call.check.forbidden)))
+                    call.check.hidden  # noqa: B018 (loads the part's hidden cases)
+    except (LookupError, FileNotFoundError) as err:
+        print(f"not grading: {err}", file=sys.stderr)
+        return 2
     results = _judge_all([(s, a, str(nbgrader.state)) for s, a in pairs], jobs, graded, nbgrader)
     import late
 

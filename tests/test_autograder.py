@@ -158,6 +158,17 @@ def test_trusted_notebooks_may_be_graded_without_the_sandbox_when_asked(tmp_path
     assert catalogue.problems(state / "grades.csv", trusted) == []
 
 
+def test_grading_without_the_hidden_cases_refuses(tmp_path):
+    submissions, state, nowhere = tmp_path / "submissions", tmp_path / "state", tmp_path / "no-hidden-cases"
+    catalogue.build_submissions(submissions, {"vit_alternative_answers": catalogue.ANSWERS["vit_alternative_answers"]})
+    nowhere.mkdir()  # a folder of hidden cases without the chapter's file
+    done = course("--state", str(state), "grade", str(submissions), ATTNBOOK_GRADING_SANDBOX="none",
+                  ATTNBOOK_HIDDEN_CASES=str(nowhere))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "not grading: the hidden cases of check_" in done.stderr and "vit.py" in done.stderr
+    assert not (state / "grades.csv").exists()
+
+
 def test_missing_submissions_folder_is_a_clear_error(tmp_path):
     done = course("--state", str(tmp_path), "grade", str(tmp_path / "nowhere"))
     assert done.returncode == 2 and "no such folder" in done.stderr

@@ -96,11 +96,35 @@ def test_merge_variants_name_the_aaa_mistakes():
     assert "from the right" in variants[(97, 256)]
 
 
+def _overlapping_merge(ids, pair, idx):  # takes overlapping occurrences in `aaa` too
+    starts = [i for i in range(len(ids) - 1) if (ids[i], ids[i + 1]) == pair]
+    out = list(ids)
+    for i in reversed(starts):
+        out[i:i + 2] = [idx]
+    return out
+
+
+def _text_merge(ids, pair, idx):  # the digits of the pair also match inside longer ids
+    text = " ".join(map(str, ids)).replace(f"{pair[0]} {pair[1]}", str(idx))
+    return [int(i) for i in text.split()]
+
+
+@pytest.mark.parametrize("merge, group, mistake, score", [
+    (_overlapping_merge, "merge, runs of one token", "overlapping occurrences were merged", 1.65),
+    (_text_merge, "merge, ids as text", "merge treated the ids as text", 1.83),
+])
+def test_merges_that_only_the_hidden_cases_catch(merge, group, mistake, score, capsys):
+    checks.check_pairs(pairs._count_pairs, merge)
+    assert capsys.readouterr().out == "All 4 visible checks passed.\n"
+    assert checks.check_pairs(pairs._count_pairs, merge, points=2) == pytest.approx(score, abs=0.01)
+    assert f"- {group}: {mistake}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("how", [h for h, _ in codec.ENCODE_MISTAKES])
 def test_every_encoding_mistake_changes_some_hidden_case(how):
     """Each named mistake gives a different encoding from the right one on some case, so it cannot pass."""
     differs = False
-    for case in codec.VISIBLE + codec.HIDDEN:
+    for case in codec.VISIBLE + codec.check_encode_decode.hidden:
         kind, *args = case.make()
         if kind == "encode":
             text, merges = args
@@ -111,12 +135,12 @@ def test_every_encoding_mistake_changes_some_hidden_case(how):
 
 def test_perplexity_mistakes_are_far_from_the_right_value():
     """Every named perplexity mistake misses the right value by far more than the tolerance on the hidden cases."""
-    for case in perplexity.HIDDEN:
+    for case in perplexity.check_perplexity.hidden:
         model, data = case.make()
         right = perplexity._reference(model, data)
         message = perplexity.diagnose(right * 1.01, model, data)
         assert message.startswith("the perplexity differs"), message
-    model, data = perplexity.HIDDEN[0].make()
+    model, data = perplexity.check_perplexity.hidden[0].make()
     windows = perplexity.token_nll(model, data, model.config.block_size)
     mean_of_means = math.exp(torch.stack([w.mean() for w in windows]).mean().item())
     assert abs(mean_of_means / perplexity._reference(model, data) - 1) > 1e-2
@@ -138,7 +162,7 @@ _SAMPLE_OK = _ns(chapter_answers._SAMPLE)["sample_next"]
 def test_the_sampling_bound_is_loose_for_a_correct_sampler():
     """A correct sampler with many different seeds passes every case: the bound is not tuned to one seed."""
     for seed in range(20):
-        for case in sampling.VISIBLE + sampling.HIDDEN[:3]:
+        for case in sampling.VISIBLE + sampling.check_sample_next.hidden[:3]:
             distinct, temperature, top_k, _ = case.make()[:4]
             rows, V = distinct.shape
             logits = distinct.repeat_interleave(sampling.DRAWS, dim=0)
@@ -150,7 +174,7 @@ def test_the_sampling_bound_is_loose_for_a_correct_sampler():
 
 def test_the_sampling_bound_catches_each_mistake_by_a_wide_margin():
     """Each named mistake's distribution is rejected even with its expected counts (no sampling noise)."""
-    for case in sampling.VISIBLE + sampling.HIDDEN:
+    for case in sampling.VISIBLE + sampling.check_sample_next.hidden:
         distinct, temperature, top_k, _, *mode = case.make()
         if mode == ["one"]:
             continue  # a batch of one: its shape and its support are checked, not its counts
@@ -213,25 +237,25 @@ def test_merges_written_with_string_replacement_are_named():
     back_to_back = _common.text_merge([6, 5, 6, 5, 6, 5, 7], (5, 6), 300, padded=True)
     assert back_to_back == [6, 300, 5, 6, 5, 7]  # the second occurrence is missed
     for padded in (False, True):  # both string encoders lose a hidden case that only they get wrong
-        lost = [case.group for case in codec.HIDDEN if case.make()[0] == "encode"
+        lost = [case.group for case in codec.check_encode_decode.hidden if case.make()[0] == "encode"
                 and codec._encode_variant(*case.make()[1:], "padded" if padded else "text")
                 != _common.TOK.bpe.encode_chunk(list(case.make()[1].encode()), case.make()[2])]
         assert "encode: ids are not text" in lost, padded
 
 
 def test_the_hidden_cases_cover_the_edges():
-    shapes = [(case.group, case.make()) for case in loss.HIDDEN]
+    shapes = [(case.group, case.make()) for case in loss.check_next_token_loss.hidden]
     assert any(logits.shape[0] == 1 and logits.shape[1] == 2 for _, (logits, ids, *_) in shapes)
     assert any(logits.dtype == torch.float64 for _, (logits, *_) in shapes)
     strided = [(logits, ids) for _, (logits, ids, *_) in shapes if not logits.is_contiguous()]
     assert strided and all(not ids.is_contiguous() for _, ids in strided)
     assert not strided[0][0].detach().clone().is_contiguous()  # the check's clone keeps the layout
-    cases = [case.make() for case in sampling.HIDDEN]
+    cases = [case.make() for case in sampling.check_sample_next.hidden]
     V = {id(c): c[0].shape[-1] for c in cases}
     assert any(c[2] is not None and c[2] > V[id(c)] and c[1] != 1.0 for c in cases)  # top_k above V, T != 1
     assert any(c[2] is None and c[1] != 1.0 for c in cases)
     assert {"repeat", "seeds", "one", "strided"} <= {m for c in cases for m in c[4:]}
-    models = [case.make() for case in perplexity.HIDDEN]
+    models = [case.make() for case in perplexity.check_perplexity.hidden]
     assert any(m.config.block_size == 1 for m, _ in models) and any(not d.is_contiguous() for _, d in models)
 
 
@@ -243,7 +267,7 @@ def test_samplers_that_ignore_the_generator_fail():
     def own_generator(logits, temperature=1.0, top_k=None, generator=None):
         return _SAMPLE_OK(logits, temperature, top_k, torch.Generator().manual_seed(0))
 
-    seeds = next(case for case in sampling.HIDDEN if case.make()[4:] == ("seeds",))
+    seeds = next(case for case in sampling.check_sample_next.hidden if case.make()[4:] == ("seeds",))
     for sampler in (reseeds, own_generator):
         with pytest.raises(CheckFailed, match="do not depend on the generator"):
             sampling._check(sampler)(*seeds.make())
@@ -251,12 +275,12 @@ def test_samplers_that_ignore_the_generator_fail():
 
 
 def test_messages_name_no_hidden_value():
-    for case in sampling.HIDDEN:
+    for case in sampling.check_sample_next.hidden:
         distinct, temperature, top_k, *_ = case.make()
         for message, _ in sampling.variants(distinct, temperature, top_k):
             assert f"= {top_k}" not in message and "tensor(" not in message
     with pytest.raises(CheckFailed) as err:  # the model's own error names its block_size; the check does not
-        perplexity._check(lambda model, data: model(data[None, :-1]))(*perplexity.HIDDEN[3].make())
+        perplexity._check(lambda model, data: model(data[None, :-1]))(*perplexity.check_perplexity.hidden[3].make())
     assert "block_size=" not in str(err.value) and "longer than its context" in str(err.value)
 
 

@@ -92,7 +92,7 @@ def test_completion_statistics_accept_right_answers_and_reject_near_misses():
 def test_every_probe_mistake_is_caught_by_some_case():
     """Each named mistake moves the accuracy beyond the tolerance on at least one case (else it would pass)."""
     caught = set()
-    for case in probe.VISIBLE + probe.HIDDEN:
+    for case in probe.VISIBLE + probe.check_ridge_probe.hidden:
         args = case.make()
         expected = probe.IG.ridge_probe(*args[:4], l2=args[4])
         caught |= {m for m, v in probe._variants(*args) if abs(v - expected) > probe.TOLERANCE}
@@ -108,7 +108,7 @@ def test_mask_variants_are_all_different_from_the_answer():
 
 
 def test_palette_cases_have_integer_colours_so_distances_tie_exactly():
-    for case in palette.VISIBLE + palette.HIDDEN:
+    for case in palette.VISIBLE + palette.check_palette.hidden:
         pixels, pal = case.make()
         assert torch.equal(pixels, pixels.round()) and torch.equal(pal, pal.round())
     pixels, pal = palette._case(2, (12,), 3, ties=True)()

@@ -41,10 +41,11 @@ def _check(fn):
     return one
 
 
-PART = Part("check_sdpa", (Case("visible", _inputs(0)),), (Case("a", _inputs(1)), Case("b", _inputs(2))), _check,
+PART = Part("check_sdpa", (Case("visible", _inputs(0)),), _check,
             forbidden=("attnbook.attention.scaled_dot_product_attention",
                        "torch.nn.functional.scaled_dot_product_attention"),
-            kernels=("scaled_dot_product_attention", "_scaled_dot_product_attention_math"))
+            kernels=("scaled_dot_product_attention", "_scaled_dot_product_attention_math"),
+            own_hidden=(Case("a", _inputs(1)), Case("b", _inputs(2))))
 GOOD = """import math, torch
 def sdpa(q, k, v):
     w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1)
@@ -240,8 +241,9 @@ def _check_count(fn):
     return one
 
 
-TOKENIZER_PART = Part("check_count", (Case("visible", _token_count(0)),), (Case("a", _token_count(1)),),
-                      _check_count, forbidden=("tokenizers.Tokenizer", "tokenizers.models.BPE"))
+TOKENIZER_PART = Part("check_count", (Case("visible", _token_count(0)),), _check_count,
+                      forbidden=("tokenizers.Tokenizer", "tokenizers.models.BPE"),
+                      own_hidden=(Case("a", _token_count(1)),))
 
 
 @pytest.mark.parametrize("route", ["tokenizers.Tokenizer", "tokenizers.tokenizers.Tokenizer"])

@@ -5,17 +5,20 @@ A chapter describes each graded part of its notebook in a short module::
     CHECK = Part(
         name="check_masks",
         visible=(Case("causal, T = 4", _causal(4)),),
-        hidden=(Case("padding id 7", _padding(7, pad_id=7)), ...),
         check=_check,                 # _check(causal_fn, padding_fn) -> check_one(*case args)
         forbidden=("attnbook.attention.causal_mask", ...),
         kernels=(),                   # aten operators refused while the part is judged
     )
     check_masks = CHECK               # the name the notebook's test cell calls
 
-Called in a notebook, ``check_masks(causal_mask, padding_mask)`` runs the
-visible cases and raises :class:`CheckFailed` at the first failure;
+and its hidden cases in the instructor's ``autograder/hidden/<chapter>.py``
+(``HIDDEN["check_masks"] = (Case("padding id 7", masks._padding_case(...)), ...)``),
+which :mod:`.hidden_cases` reads at grading time: the student's package holds
+no hidden case. Called in a notebook, ``check_masks(causal_mask, padding_mask)``
+runs the visible cases and raises :class:`CheckFailed` at the first failure;
 ``check_masks(..., points=2)`` runs every case and returns the points earned
-(partial credit by the cases' weights), raising when nothing passed. The same
+(partial credit by the cases' weights), raising when nothing passed; without
+the instructor's files it grades the visible cases and says so. The same
 object is what the judge runs on proxies of the worker's objects, with
 ``forbidden`` removed from the worker's copy of attnbook and ``kernels``
 refused there. A ``check_one`` compares outputs with the reference and names
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import hidden_cases
 from ._compare import close, verify_toolkit
 from ._core import FORBIDDEN
 from .errors import CheckFailed
@@ -104,6 +108,7 @@ def by_kind(**checks: Callable[..., None]) -> Callable[..., Callable[..., None]]
 
         return check_one
 
+    check.__module__ = next(iter(checks.values())).__module__  # the part's module: where its hidden cases are
     return check
 
 
@@ -113,22 +118,39 @@ class Part:
 
     name: str  # the public check name that the test cell calls
     visible: tuple[Case, ...]  # the cases a student's visible check runs
-    hidden: tuple[Case, ...]  # added when grading
     check: Callable[..., Callable[..., None]]  # check(*students) -> check_one(*case arguments)
     forbidden: tuple[str, ...] = ()  # attnbook and torch names the student's code may not reach
     kernels: tuple[str, ...] = ()  # aten operators refused in the worker (torch's own fused kernels)
+    own_hidden: tuple[Case, ...] | None = None  # hidden cases given here (a test's part); None: the instructor's
 
     @property
     def __name__(self) -> str:  # test cells import the part under this name
         return self.name
 
+    @property
+    def hidden(self) -> tuple[Case, ...]:
+        """The cases added when grading: ``own_hidden``, else the instructor's (:func:`.hidden_cases.find`)."""
+        cases = self.own_hidden if self.own_hidden is not None else hidden_cases.find(self)
+        if cases is None:
+            raise LookupError(f"the hidden cases of {self.name} are the instructor's and are not installed here")
+        return cases
+
     def __call__(self, *students: object, points: float | None = None) -> float | None:
         token = FORBIDDEN.set(self.forbidden)
         try:
-            cases = self.visible if points is None else self.visible + self.hidden
+            cases = self.visible
+            if points is not None:
+                hidden = self.own_hidden if self.own_hidden is not None else hidden_cases.find(self)
+                if hidden is None and not _TOLD:
+                    _TOLD.append(True)
+                    print("Graded on the visible cases only: the hidden cases are the instructor's, not here.")
+                cases += hidden or ()
             return score_cases(cases, self.check(*students), points)
         finally:
             FORBIDDEN.reset(token)
+
+
+_TOLD: list[bool] = []  # whether a student's kernel was told that the hidden cases are not here (once)
 
 
 def score_cases(cases: Iterable[Case], check_one: Callable[..., None], points: float | None) -> float | None:
@@ -159,7 +181,7 @@ def score_cases(cases: Iterable[Case], check_one: Callable[..., None], points: f
         except CheckFailed as err:
             failures.setdefault(case.group, str(err))
     if not failures:
-        print(f"All {len(cases)} checks passed.")
+        print("The check passed." if len(cases) == 1 else f"All {len(cases)} checks passed.")
         return float(points)
     report = "\n".join(f"- {group}: {msg}" for group, msg in failures.items())
     if earned == 0:

@@ -57,13 +57,6 @@ def _variants(ref: Reference, h: torch.Tensor):
 
 
 VISIBLE = (Case("two labels", _case(1, 3, 5, 8, 2)),)
-HIDDEN = (
-    Case("three labels", _case(501, 2, 7, 12, 3), weight=2.0),
-    Case("batch of one", _case(502, 1, 4, 8, 2)),
-    Case("one label", _case(503, 4, 3, 6, 1)),
-    Case("float64", _case(504, 2, 6, 16, 5, torch.float64)),
-    Case("non-contiguous hidden states", _case(505, 3, 5, 8, 2, strided=True)),
-)
 
 
 def _check(cls: Callable) -> Callable:
@@ -89,7 +82,6 @@ def _check(cls: Callable) -> Callable:
 CHECK = Part(
     name="check_cls_classifier",
     visible=VISIBLE,
-    hidden=HIDDEN,
     check=_check,
     forbidden=("attnbook.bert.model.BertPooler", "attnbook.bert.heads.BertForSequenceClassification"),
 )

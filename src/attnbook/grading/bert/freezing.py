@@ -96,12 +96,6 @@ def _check(fn: Callable) -> Callable:
 CHECK = Part(
     name="check_freeze_all_but_top",
     visible=(Case("three layers, k = 1", _case("BertForSequenceClassification", 3, 1)),),
-    hidden=(
-        Case("k = 0: only the head trains", _case("BertForSequenceClassification", 2, 0), weight=2.0),
-        Case("k = all layers", _case("BertForSequenceClassification", 2, 2)),
-        Case("four layers, k = 2", _case("BertForSequenceClassification", 4, 2), weight=2.0),
-        Case("the pretraining model", _case("BertForPreTraining", 3, 1)),
-    ),
     check=_check,
     forbidden=("attnbook.bert.freezing.freeze_all_but_top",),
 )

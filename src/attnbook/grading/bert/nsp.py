@@ -88,12 +88,6 @@ def _check(fn: Callable) -> Callable:
 CHECK = Part(
     name="check_nsp_pairs",
     visible=(Case("200 pairs", _case(201, 1)),),
-    hidden=(
-        Case("balance over 2000 pairs", _case(2001, 501), weight=2.0),
-        Case("a few lines", _case(4, 502)),
-        Case("a few lines", _case(5, 503)),
-        Case("a seeded generator repeats the pairs", _case(300, 504, "repeat"), weight=2.0),
-    ),
     check=_check,
     forbidden=("attnbook.bert.nsp.make_nsp_pairs",),
 )

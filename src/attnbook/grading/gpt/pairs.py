@@ -3,12 +3,8 @@
 >>> def merge(ids, pair, idx):  # the digits of the pair also match inside longer ids
 ...     text = " ".join(map(str, ids)).replace(f"{pair[0]} {pair[1]}", str(idx))
 ...     return [int(i) for i in text.split()]
->>> check_pairs(_count_pairs, merge)
+>>> check_pairs(_count_pairs, merge)  # the hidden cases hold ids whose digits run together
 All 4 visible checks passed.
->>> check_pairs(_count_pairs, merge, points=2)  # doctest: +ELLIPSIS
-Some checks failed:
-- merge, ids as text: merge treated the ids as text: ...
-1.83
 """
 
 from __future__ import annotations
@@ -67,26 +63,6 @@ VISIBLE = (
     Case("get_stats", _stats(lambda: list(_SEEDS))),
     Case("merge", _merge([1, 2, 3, 1, 2], (1, 2), 4)),
     Case("merge", _merge([1, 2, 4, 1, 2, 1], (2, 4), 7)),
-)
-HIDDEN = (
-    Case("get_stats, runs of one token", _stats(lambda: [97, 97, 97])),
-    Case("get_stats, runs of one token", _stats(_runs_case(401, 20, 4, True)), weight=2.0),
-    Case("get_stats, edges", _stats(lambda: [5])),
-    Case("get_stats, edges", _stats(lambda: [])),
-    Case("get_stats", _stats(_runs_case(402, 30, 5, False))),
-    Case("merge, runs of one token", _merge([97, 97, 97], (97, 97), 256)),
-    Case("merge, runs of one token", _merge([97, 97, 97, 97, 97, 98], (97, 97), 256)),
-    Case("merge, runs of one token", _merge_case(_runs_case(401, 20, 4, True)), weight=2.0),
-    Case("merge, edges", _merge([3, 1, 2], (1, 2), 9)),
-    Case("merge, edges", _merge([1, 2, 3], (1, 2), 9)),
-    Case("merge, edges", _merge([4], (4, 4), 9)),
-    Case("merge, edges", _merge([], (4, 4), 9)),
-    Case("merge", _merge_case(_runs_case(402, 30, 5, False), pick=1)),
-    Case("merge", _merge(_SEEDS, (97, 98), 257)),
-    # ids whose digits hold the pair's (11 2, 1 21, 2 12) and occurrences back to back (1 2 1 2)
-    Case("merge, ids as text", _merge([11, 2, 1, 21, 1, 2, 5], (1, 2), 300)),
-    Case("merge, ids as text", _merge([6, 5, 6, 5, 6, 5, 7], (5, 6), 300)),
-    Case("merge, ids as text", _merge([262, 32, 62, 32, 262, 320], (62, 32), 263)),
 )
 
 
@@ -195,4 +171,4 @@ FORBIDDEN = (  # where they are defined: the worker's copy stubs them there, so 
     "attnbook.tokenizers.bpe.BPETokenizer",
 )
 
-check_pairs = Part(name="check_pairs", visible=VISIBLE, hidden=HIDDEN, check=_check, forbidden=FORBIDDEN)
+check_pairs = Part(name="check_pairs", visible=VISIBLE, check=_check, forbidden=FORBIDDEN)

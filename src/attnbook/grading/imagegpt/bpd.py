@@ -38,14 +38,6 @@ def _case(seed: int, shape: tuple[int, ...], V: int, dtype: torch.dtype = torch.
 
 
 VISIBLE = (Case("sequences (B, T, V)", _case(0, (2, 16), 8)),)
-HIDDEN = (
-    Case("images (B, H, W, V)", _case(1, (3, 4, 4), 8), weight=2.0),
-    Case("a batch of one", _case(2, (1, 10), 8)),
-    Case("512 colours", _case(3, (2, 6), 512)),
-    Case("float64 logits", _case(4, (2, 5), 6, torch.float64)),
-    Case("non-contiguous logits", _case(5, (3, 7), 5, strided=True)),
-    Case("the gradient reaches the logits", _case(6, (2, 9), 8, grad=True), weight=2.0),
-)
 
 
 def _variants(logits: torch.Tensor, targets: torch.Tensor):
@@ -78,5 +70,5 @@ def _check(fn: Callable) -> Callable:
 
 FORBIDDEN = ("attnbook.imagegpt.model.bits_per_dim",)
 
-check_bits_per_dim = Part(name="check_bits_per_dim", visible=VISIBLE, hidden=HIDDEN, check=_check,
+check_bits_per_dim = Part(name="check_bits_per_dim", visible=VISIBLE, check=_check,
                           forbidden=FORBIDDEN)

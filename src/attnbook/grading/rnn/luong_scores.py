@@ -86,16 +86,6 @@ check_luong_scores = Part(
         Case("dot", _case(2, 2, 5, 4, 4, general=False)),
         Case("general, padding mask", _case(3, 2, 4, 5, 5, masked=True)),
     ),
-    hidden=(
-        Case("dot, padding mask", _case(201, 3, 6, 16, 16, general=False, masked=True), weight=2.0),
-        Case("general, W not square", _case(202, 2, 5, 6, 3), weight=2.0),
-        Case("general, float64, padding", _case(203, 4, 7, 5, 3, masked=True, dtype=torch.float64)),
-        Case("batch of one, one key", _case(204, 1, 1, 4, 2)),
-        Case("non-contiguous inputs, padding in every row",
-             _case(205, 3, 5, 4, 6, masked=True, all_padded=True, noncontiguous=True)),
-        Case("dot, float64, batch of one, one key", _case(206, 1, 1, 3, 3, general=False, masked=True,
-                                                          dtype=torch.float64)),
-    ),
     check=_check,
     forbidden=FORBIDDEN_SCORES,
 )

@@ -99,16 +99,6 @@ def _check(fn: Callable) -> Callable:
 check_sample_hard_attention = Part(
     name="check_sample_hard_attention",
     visible=(Case("two rows, one padded", _case(6, 2, 4, 3, 2000, masked=True)),),
-    hidden=(
-        Case("no padding", _case(501, 3, 5, 2, 3000)),
-        Case("float64, padding", _case(502, 2, 6, 4, 3000, masked=True, dtype=torch.float64), weight=2.0),
-        Case("one row, many keys", _case(503, 1, 9, 3, 4000, masked=True)),
-        Case("batch of one", _case(504, 1, 5, 2, 1, masked=True)),
-        Case("batch of one, one key", _case(505, 1, 1, 3, 1)),
-        Case("non-contiguous inputs, padding in every row", _case(506, 3, 5, 2, 2000, masked=True,
-                                                                   noncontiguous=True)),
-        Case("the generator it is given", _case(507, 2, 4, 3, 1000, masked=True, reseeded=True), weight=2.0),
-    ),
     check=_check,
     forbidden=FORBIDDEN_HARD,
 )

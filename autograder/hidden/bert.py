@@ -1,0 +1,67 @@
+"""The hidden cases of chapter 3 (``solutions/03-bert``): instructor-only, never in the student's package.
+
+``HIDDEN[part name]`` is the part's hidden cases, which
+:func:`attnbook.grading.hidden_cases.find` reads at grading time; the case makers
+come from the part modules in :mod:`attnbook.grading.bert`, the parameters only from here.
+"""
+
+import torch
+
+from attnbook.grading.bert import classifier, embeddings, freezing, loss, masking, nsp, wordpiece
+from attnbook.grading.engine import Case
+
+HIDDEN = {
+    "check_cls_classifier": (
+        Case("three labels", classifier._case(501, 2, 7, 12, 3), weight=2.0),
+        Case("batch of one", classifier._case(502, 1, 4, 8, 2)),
+        Case("one label", classifier._case(503, 4, 3, 6, 1)),
+        Case("float64", classifier._case(504, 2, 6, 16, 5, torch.float64)),
+        Case("non-contiguous hidden states", classifier._case(505, 3, 5, 8, 2, strided=True)),
+    ),
+    "check_bert_embeddings": (
+        Case("one sentence", embeddings._input([5, 6], None)),
+        Case("other special ids", embeddings._input([1, 2, 3, 4], [9], cls_id=101, sep_id=102)),
+        Case("one-token sentences", embeddings._input([4], [4])),
+        Case("batch of one, one token", embeddings._embed(2, 1, 1, 11, 8, 8)),
+        Case("a third segment type", embeddings._embed(3, 3, 7, 30, 12, 10, S=3), weight=2.0),
+        Case("float64", embeddings._embed(4, 2, 6, 17, 16, 12, dtype=torch.float64)),
+        Case("all positions of the table", embeddings._embed(5, 2, 12, 9, 8, 12)),
+        Case("non-contiguous ids", embeddings._embed(6, 3, 5, 13, 8, 9, strided=True)),
+    ),
+    "check_freeze_all_but_top": (
+        Case("k = 0: only the head trains", freezing._case("BertForSequenceClassification", 2, 0), weight=2.0),
+        Case("k = all layers", freezing._case("BertForSequenceClassification", 2, 2)),
+        Case("four layers, k = 2", freezing._case("BertForSequenceClassification", 4, 2), weight=2.0),
+        Case("the pretraining model", freezing._case("BertForPreTraining", 3, 1)),
+    ),
+    "check_mlm_loss": (
+        Case("batch of one", loss._case(401, 1, 13, 7)),
+        Case("a single chosen position", loss._case(402, 2, 6, 9, rate=0.0)),
+        Case("float64 logits", loss._case(403, 3, 8, 12, torch.float64)),
+        Case("large vocabulary", loss._case(404, 4, 10, 300, rate=0.15), weight=2.0),
+        Case("the gradient reaches the logits", loss._case(405, 2, 7, 6, grad=True), weight=2.0),
+        Case("non-contiguous logits and labels", loss._case(406, 3, 6, 9, strided=True)),
+    ),
+    "check_mask_tokens": (
+        Case("mlm_probability 0.3", masking._case(301, 300, 400, 50, masking.SPECIAL, 4, p=0.3), weight=2.0),
+        Case("other special ids and [MASK] id", masking._case(302, 250, 400, 40, (5, 6, 7, 9), 9, p=0.2), weight=2.0),
+        Case("a batch of one", masking._case(303, 1, 150_000, 70, masking.SPECIAL, 4)),
+        Case("length-one sequences", masking._case(304, 120_000, 1, 30, masking.SPECIAL, 4, p=0.5)),
+        Case("non-contiguous ids", masking._case(305, 300, 400, 45, masking.SPECIAL, 4, mode="strided")),
+        Case("a seeded generator repeats the draw",
+             masking._case(306, 8, 64, 30, masking.SPECIAL, 4, mode="repeat"), weight=2.0),
+    ),
+    "check_nsp_pairs": (
+        Case("balance over 2000 pairs", nsp._case(2001, 501), weight=2.0),
+        Case("a few lines", nsp._case(4, 502)),
+        Case("a few lines", nsp._case(5, 503)),
+        Case("a seeded generator repeats the pairs", nsp._case(300, 504, "repeat"), weight=2.0),
+    ),
+    "check_wordpiece_encode": (
+        Case("longest match first", wordpiece._case(["unaff", "plain", "playings", "sing", "affable"], ("##able",))),
+        Case("unknown words", wordpiece._case(["unaffablex", "xyz", "pla", "playz"]), weight=2.0),
+        Case("greedy, no backtracking", wordpiece._case(["abcd", "abc"], ("abc", "ab", "##cd")), weight=2.0),
+        Case("another unk_token", wordpiece._case(["q", "playing", "unq"], unk="<unk>")),
+        Case("a word that is one token", wordpiece._case(["play", "una", "s"])),
+    ),
+}

@@ -1,0 +1,96 @@
+"""The hidden cases of chapter 4 (``solutions/04-gpt-bpe``): instructor-only, never in the student's package.
+
+``HIDDEN[part name]`` is the part's hidden cases, which
+:func:`attnbook.grading.hidden_cases.find` reads at grading time; the case makers
+come from the part modules in :mod:`attnbook.grading.gpt`, the parameters only from here.
+"""
+
+import torch
+
+from attnbook.grading.engine import Case
+from attnbook.grading.gpt import codec, loss, pairs, perplexity, sampling, training
+
+HIDDEN = {
+    "check_encode_decode": (
+        Case("encode: merges applied by rank", lambda: ("encode", "aaab", {(97, 98): 256, (97, 97): 257})),
+        Case("encode: merges applied by rank",
+             codec._encode("that bat ate the mat, then sat", codec.CORPUS * 3, codec.N_BYTES + 40),
+             weight=2.0),
+        Case("encode: merges applied by rank",
+             lambda: ("encode", "acbcba", {(98, 99): 256, (99, 98): 257, (97, 99): 258}),
+             weight=2.0),
+        Case("encode: merges applied by rank", lambda: ("encode", "aaaa b aaaa", {(97, 97): 256, (256, 97): 257,
+                                                                                  (256, 256): 258})),
+        Case("encode: non-ASCII text",
+             codec._encode("café au lait, 北京 🙂", training.UNICODE, codec.N_BYTES + 15), weight=2.0),
+        Case("encode: edges", lambda: ("encode", "", codec._merges(codec.CORPUS, codec.N_BYTES + 10))),
+        Case("encode: edges", lambda: ("encode", "x", codec._merges(codec.CORPUS, codec.N_BYTES + 10))),
+        Case("encode: edges", lambda: ("encode", "the cat", {})),
+        # `he` becomes 256, and `8 ` is the pair (56, 32): its digits stand inside `256 32`; `abab`: back to back
+        Case("encode: ids are not text", lambda: ("encode", "he 8 he 8 8 ", {(104, 101): 256, (56, 32): 257})),
+        Case("encode: ids are not text", lambda: ("encode", "abab cdcd", {(97, 98): 256, (99, 100): 257})),
+        Case("decode: non-ASCII text",
+             codec._decode("déjà vu 北京 🙂", training.UNICODE, codec.N_BYTES + 15), weight=2.0),
+        Case("decode: a character cut in two", codec._decode("café 🙂", training.UNICODE, codec.N_BYTES + 3, cut=1)),
+        Case("decode: edges", lambda: ("decode", [], codec._merges(codec.CORPUS, codec.N_BYTES + 10))),
+        Case("decode", codec._decode(codec.CORPUS, codec.CORPUS * 3, codec.N_BYTES + 40)),
+    ),
+    "check_next_token_loss": (
+        Case("batch of one", loss._case(501, 1, 9, 11)),
+        Case("two tokens: one prediction", loss._case(502, 3, 2, 5)),
+        Case("batch of one", loss._case(506, 1, 2, 4)),  # one sequence of two tokens: a single prediction
+        Case("float64 logits", loss._case(503, 2, 6, 13, torch.float64)),
+        Case("large vocabulary", loss._case(504, 4, 8, 300), weight=2.0),
+        Case("the gradient reaches the logits", loss._case(505, 2, 7, 6, grad=True), weight=2.0),
+        Case("non-contiguous logits and ids", loss._case(507, 3, 6, 9, strided=True)),
+        Case("non-contiguous logits and ids", loss._case(508, 2, 5, 7, torch.float64, strided=True, grad=True)),
+    ),
+    "check_pairs": (
+        Case("get_stats, runs of one token", pairs._stats(lambda: [97, 97, 97])),
+        Case("get_stats, runs of one token", pairs._stats(pairs._runs_case(401, 20, 4, True)), weight=2.0),
+        Case("get_stats, edges", pairs._stats(lambda: [5])),
+        Case("get_stats, edges", pairs._stats(lambda: [])),
+        Case("get_stats", pairs._stats(pairs._runs_case(402, 30, 5, False))),
+        Case("merge, runs of one token", pairs._merge([97, 97, 97], (97, 97), 256)),
+        Case("merge, runs of one token", pairs._merge([97, 97, 97, 97, 97, 98], (97, 97), 256)),
+        Case("merge, runs of one token", pairs._merge_case(pairs._runs_case(401, 20, 4, True)), weight=2.0),
+        Case("merge, edges", pairs._merge([3, 1, 2], (1, 2), 9)),
+        Case("merge, edges", pairs._merge([1, 2, 3], (1, 2), 9)),
+        Case("merge, edges", pairs._merge([4], (4, 4), 9)),
+        Case("merge, edges", pairs._merge([], (4, 4), 9)),
+        Case("merge", pairs._merge_case(pairs._runs_case(402, 30, 5, False), pick=1)),
+        Case("merge", pairs._merge(pairs._SEEDS, (97, 98), 257)),
+        # ids whose digits hold the pair's (11 2, 1 21, 2 12) and occurrences back to back (1 2 1 2)
+        Case("merge, ids as text", pairs._merge([11, 2, 1, 21, 1, 2, 5], (1, 2), 300)),
+        Case("merge, ids as text", pairs._merge([6, 5, 6, 5, 6, 5, 7], (5, 6), 300)),
+        Case("merge, ids as text", pairs._merge([262, 32, 62, 32, 262, 320], (62, 32), 263)),
+    ),
+    "check_perplexity": (
+        Case("a last, shorter window", perplexity._case(701, 8 * 4 + 4), weight=2.0),
+        Case("a stream shorter than the context", perplexity._case(702, 6)),
+        Case("two tokens: one prediction", perplexity._case(703, 2)),
+        Case("another context length", perplexity._case(704, 5 * 9 + 3, block_size=5, vocab_size=20), weight=2.0),
+        Case("another context length", perplexity._case(705, 3 * 6 + 2, block_size=3, vocab_size=10)),
+        Case("a context of one token", perplexity._case(706, 9, block_size=1)),
+        Case("a non-contiguous stream", perplexity._case(707, 8 * 3 + 5, strided=True)),
+    ),
+    "check_sample_next": (
+        Case("temperature 2", sampling._case(601, 2, 12, 2.0, None)),
+        Case("temperature and top-k together", sampling._case(602, 2, 12, 0.7, 5), weight=2.0),
+        Case("top-k, one row", sampling._case(603, 1, 16, 1.3, 4)),
+        Case("top_k = 1 is greedy", sampling._case(604, 3, 9, 1.0, 1)),
+        Case("top_k >= vocabulary keeps every token", sampling._case(605, 1, 6, 1.0, 6)),
+        Case("top_k >= vocabulary keeps every token", sampling._case(608, 2, 6, 1.7, 10)),
+        Case("a seeded generator repeats the draw", sampling._case(606, 2, 8, 0.8, 4, "repeat"), weight=2.0),
+        Case("the draws follow the generator", sampling._case(609, 1, 8, 1.0, None, "seeds")),
+        Case("a batch of one", sampling._case(610, 1, 7, 0.9, 3, "one")),
+        Case("float64 and non-contiguous logits", sampling._case(611, 2, 9, 1.2, None, "strided", dtype=torch.float64)),
+    ),
+    "check_train_bpe": (
+        Case("ties between pairs", lambda: ("cdcdabab", training.N_BYTES + 3)),
+        Case("a longer text", lambda: (training.CORPUS * 3, training.N_BYTES + 40), weight=2.0),
+        Case("non-ASCII text (UTF-8 bytes)", lambda: (training.UNICODE, training.N_BYTES + 15), weight=2.0),
+        Case("no merges: vocab_size 256", lambda: ("hello", training.N_BYTES)),
+        Case("stops when no pair is left", lambda: ("aaaa", training.N_BYTES + 10)),
+    ),
+}

@@ -1,0 +1,86 @@
+"""The hidden cases of chapter 5 (``solutions/05-imagegpt``): instructor-only, never in the student's package.
+
+``HIDDEN[part name]`` is the part's hidden cases, which
+:func:`attnbook.grading.hidden_cases.find` reads at grading time; the case makers
+come from the part modules in :mod:`attnbook.grading.imagegpt`, the parameters only from here.
+"""
+
+import torch
+
+from attnbook.grading.engine import Case
+from attnbook.grading.imagegpt import bpd, completion, cost, mask, palette, probe, quantize, sequence
+
+HIDDEN = {
+    "check_bits_per_dim": (
+        Case("images (B, H, W, V)", bpd._case(1, (3, 4, 4), 8), weight=2.0),
+        Case("a batch of one", bpd._case(2, (1, 10), 8)),
+        Case("512 colours", bpd._case(3, (2, 6), 512)),
+        Case("float64 logits", bpd._case(4, (2, 5), 6, torch.float64)),
+        Case("non-contiguous logits", bpd._case(5, (3, 7), 5, strided=True)),
+        Case("the gradient reaches the logits", bpd._case(6, (2, 9), 8, grad=True), weight=2.0),
+    ),
+    "check_complete": (
+        Case("temperature 0.5", completion._case(801, 1, 0.5), weight=2.0),
+        Case("temperature 1.7", completion._case(802, 2, 1.7)),
+        Case("no row kept: the whole image sampled", completion._case(803, 0, 1.0), weight=2.0),
+        Case("every row kept: nothing to sample", completion._case(804, 3, 1.0, B=4)),
+        Case("another image size (4 x 3)", completion._case(805, 2, 1.0, H=4, W=3), weight=2.0),
+        Case("a seeded generator repeats the completion", completion._case(806, 1, 1.0, "repeat", B=200)),
+        Case("the completion follows the generator", completion._case(807, 1, 1.0, "seeds", B=200)),
+        Case("a batch of one", completion._case(808, 2, 1.0, "one", B=1)),
+        Case("non-contiguous tokens", completion._case(809, 1, 0.8, "strided")),
+    ),
+    "check_sequence_cost": (
+        Case("iGPT's largest input, 64 x 64", cost._case(64), weight=2.0),
+        Case("256 x 256 pixels", cost._case(256)),
+        Case("one pixel", cost._case(1)),
+        Case("several heads", cost._case(48, n_head=8), weight=2.0),
+        Case("2-byte values (bf16)", cost._case(16, bytes_per_value=2), weight=2.0),
+        Case("heads and bytes together", cost._case(8, n_head=3, bytes_per_value=8)),
+    ),
+    "check_pixelcnn_mask": (
+        Case("5 x 5, type A", mask._case(5, "A"), weight=2.0),
+        Case("5 x 5, type B", mask._case(5, "B")),
+        Case("7 x 7, type A (PixelCNN's first layer)", mask._case(7, "A"), weight=2.0),
+        Case("1 x 1", mask._case(1, "A")),
+        Case("1 x 1", mask._case(1, "B")),
+        Case("9 x 9, type B", mask._case(9, "B")),
+    ),
+    "check_palette": (
+        Case("extra leading axes (B, H, W, 3)", palette._case(1, (2, 4, 5), 8), weight=2.0),
+        Case("ties go to the lower id", palette._case(2, (12,), 3, ties=True)),
+        Case("a colour no pixel is nearest to", palette._case(3, (50,), 7, empty=True), weight=2.0),
+        Case("a palette of one colour", palette._case(4, (9,), 1)),
+        Case("one pixel", palette._case(5, (1,), 5)),
+        Case("float64", palette._case(6, (30,), 16, torch.float64)),
+        Case("a non-contiguous palette", palette._case(7, (25,), 9, strided=True)),
+        Case("512 colours", palette._case(8, (300,), 512)),
+    ),
+    "check_ridge_probe": (
+        Case("a test set that has drifted", probe._case(1, 300, 6, 3, 1e-3, shift=2.5), weight=2.0),
+        Case("classes of unequal size", probe._case(7, 300, 4, 3, 1e-3, prior=(0.8, 0.15, 0.05)), weight=2.0),
+        Case("a penalty that matters", probe._case(8, 40, 30, 3, 30.0), weight=2.0),
+        Case("a training set barely larger than the features", probe._case(2, 40, 30, 4, 1e-3), weight=2.0),
+        Case("features far from zero", probe._case(3, 300, 5, 3, 1e-3, offset=50.0)),
+        Case("features on very different scales, a strong penalty", probe._case(4, 200, 8, 3, 300.0, scale=100.0),
+             weight=2.0),
+        Case("ten classes", probe._case(5, 500, 12, 10, 1e-2)),
+        Case("float64, non-contiguous features", probe._case(6, 250, 7, 5, 1e-3, dtype=torch.float64, strided=True)),
+    ),
+    "check_quantize_9bit": (
+        Case("every value of every channel", quantize._case(1, 1, 16, 16, every_value=True), weight=2.0),
+        Case("a batch of one", quantize._case(2, 1, 3, 7)),
+        Case("one pixel", quantize._case(3, 4, 1, 1)),
+        Case("channels-last (non-contiguous) images", quantize._case(4, 3, 5, 4, strided=True)),
+        Case("a larger batch", quantize._case(5, 16, 8, 8)),
+    ),
+    "check_raster_order": (
+        Case("tall images (H > W)", sequence._case(1, 3, 5, 2), weight=2.0),
+        Case("a batch of one", sequence._case(2, 1, 4, 6)),
+        Case("one row", sequence._case(3, 2, 1, 7)),
+        Case("one column", sequence._case(4, 2, 6, 1)),
+        Case("non-contiguous tokens", sequence._case(5, 2, 4, 3, strided=True), weight=2.0),
+        Case("int32 ids", sequence._case(6, 2, 3, 3, dtype=torch.int32)),
+        Case("8 x 8 digits", sequence._case(7, 5, 8, 8)),
+    ),
+}

@@ -1,0 +1,127 @@
+"""The hidden cases of chapter 2 (``solutions/02-transformer``): instructor-only, never in the student's package.
+
+``HIDDEN[part name]`` is the part's hidden cases, which
+:func:`attnbook.grading.hidden_cases.find` reads at grading time; the case makers
+come from the part modules in :mod:`attnbook.grading.transformer`, the parameters only from here.
+"""
+
+import torch
+
+from attnbook.grading.engine import Case
+from attnbook.grading.transformer import (
+    decoder,
+    embeddings,
+    encoder,
+    greedy,
+    loss,
+    masks,
+    mha,
+    prenorm,
+    sdpa,
+    sdpa_masks,
+)
+
+HIDDEN = {
+    "check_decoder_block": (
+        Case("source padding", decoder.block_case(602, 3, 5, 6, 12, 3, 24, memory_mask=True), weight=2.0),
+        Case("target and source padding", decoder.block_case(603, 2, 6, 4, 8, 2, 16, True, True), weight=2.0),
+        Case("batch of one, odd lengths", decoder.block_case(604, 1, 7, 3, 8, 4, 8)),
+        Case("one target position", decoder.block_case(605, 2, 1, 5, 8, 2, 16, memory_mask=True)),
+        Case("float64 with masks", decoder.block_case(606, 2, 5, 5, 16, 2, 32, True, True, torch.float64)),
+        Case("batch of one, one target position, masks", decoder.block_case(607, 1, 1, 4, 8, 2, 16, True, True)),
+        Case("non-contiguous x and memory, masks", decoder.block_case(608, 3, 4, 5, 8, 2, 16, True, True, swap=True)),
+    ),
+    "check_embeddings": (
+        Case("embeddings, ids below the last word", embeddings._embed_case(411, 3, 6, 12, 8, top=7), weight=2.0),
+        Case("embeddings, batch of one, one token", embeddings._embed_case(412, 1, 1, 5, 4)),
+        Case("embeddings, float64", embeddings._embed_case(413, 2, 5, 9, 6, torch.float64)),
+        Case("embeddings, non-contiguous ids and W", embeddings._embed_case(414, 3, 4, 7, 5, strided=True)),
+        Case("embeddings are a product with W, batch of one", embeddings._probe_case(415, 1, 3, 6, 8)),
+        Case("tied logits, batch of one, one position", embeddings._tied_case(416, 1, 1, 7, 4)),
+        Case("tied logits, float64", embeddings._tied_case(417, 2, 3, 8, 8, torch.float64), weight=2.0),
+        Case("tied logits, non-contiguous h and W", embeddings._tied_case(418, 3, 5, 9, 6, strided=True)),
+    ),
+    "check_encoder_block": (
+        Case("padding mask", encoder.block_case(502, 3, 6, None, 12, 3, 24, tgt_mask=True), weight=2.0),
+        Case("batch of one, odd length", encoder.block_case(503, 1, 7, None, 8, 4, 8)),
+        Case("one position", encoder.block_case(504, 2, 1, None, 8, 2, 16)),
+        Case("float64 with a padding mask", encoder.block_case(505, 2, 5, None, 16, 2, 32, True, dtype=torch.float64)),
+        Case("batch of one, one position, padding mask", encoder.block_case(506, 1, 1, None, 8, 2, 16, tgt_mask=True)),
+        Case("non-contiguous x, padding mask", encoder.block_case(507, 3, 4, None, 8, 2, 16, tgt_mask=True, swap=True)),
+    ),
+    "check_greedy_decode": (
+        Case("padded sources", greedy._greedy_case(20, 1.5, 4, 7, 10, lengths=(7, 4, 2, 6)), weight=2.0),
+        Case("batch of one", greedy._greedy_case(13, 1.5, 1, 5, 9, lengths=(5,))),
+        Case("some never finish", greedy._greedy_case(5, 2.0, 3, 5, 6, lengths=(5, 5, 3))),
+        Case("one step", greedy._greedy_case(5, 1.0, 2, 4, 1, lengths=(4, 2))),
+        Case("padded sources, odd lengths",
+             greedy._greedy_case(31, 2.5, 5, 9, 12, lengths=(9, 3, 7, 1, 5)), weight=2.0),
+        Case("every sequence ends at its own step", greedy._greedy_case(14, 1.5, 4, 6, 10, lengths=(6, 5, 4, 3))),
+        Case("another padding id", greedy._greedy_case(20, 1.5, 3, 7, 10, lengths=(7, 4, 2), pad_id=7)),
+        Case("batch of one, padded source", greedy._greedy_case(31, 2.5, 1, 6, 8, lengths=(3,))),
+        Case("non-contiguous source", greedy._greedy_case(20, 1.5, 3, 6, 8, lengths=(6, 3, 5), strided=True)),
+    ),
+    "check_translation_loss": (
+        Case("padded targets, odd lengths", loss._case(22, 4, 7, 9, (7, 1, 4, 6)), weight=2.0),
+        Case("batch of one, no padding", loss._case(23, 1, 6, 6, (4,))),
+        Case("one prediction per sequence (BOS, EOS)", loss._case(24, 3, 4, 2, (0, 0, 0))),
+        Case("another padding id", loss._case(25, 3, 6, 8, (6, 2, 4), pad_id=7), weight=2.0),
+        Case("batch of one, padded target", loss._case(26, 1, 5, 7, (2,))),
+        Case("non-contiguous src and tgt", loss._case(27, 3, 6, 7, (5, 3, 1), strided=True)),
+    ),
+    "check_masks": (
+        Case("causal mask, one position", masks._causal_case(1)),
+        Case("causal mask, odd length", masks._causal_case(7)),
+        Case("padding mask, batch of one without padding", masks._padding_case(302, 1, 6, 0, lengths=(6,))),
+        Case("padding mask, another padding id", masks._padding_case(303, 3, 7, 4, lengths=(7, 2, 5)), weight=2.0),
+        Case("padding mask, odd length", masks._padding_case(304, 4, 9, 0)),
+        Case("padding mask, one position", masks._padding_case(305, 3, 1, 0, lengths=(1, 1, 1))),
+        Case("padding mask, non-contiguous ids", masks._padding_case(306, 3, 6, 0, lengths=(6, 2, 4), strided=True)),
+        Case("padding mask, batch of one, padding id 5", masks._padding_case(307, 1, 6, 5, lengths=(3,))),
+    ),
+    "check_multi_head_attention": (
+        Case("causal mask (T, T)", mha._mha_case(403, 2, 6, None, 12, 3, "causal")),
+        Case("padding mask, batch size differs from heads", mha._mha_case(404, 3, 4, 7, 8, 2, "padding"), weight=2.0),
+        Case("arbitrary mask (B, T, S)", mha._mha_case(405, 2, 5, 4, 16, 4, "arbitrary")),
+        Case("batch of one, odd lengths", mha._mha_case(406, 1, 7, 3, 12, 2)),
+        Case("one head", mha._mha_case(407, 2, 3, None, 6, 1)),
+        Case("one query", mha._mha_case(408, 3, 1, 5, 8, 4)),
+        Case("float64", mha._mha_case(409, 2, 5, 5, 16, 4, "padding", torch.float64), weight=2.0),
+        Case("non-contiguous query, key and value", mha._mha_case(410, 3, 4, 5, 8, 2, "padding", swap=True)),
+        Case("non-contiguous query, causal self-attention", mha._mha_case(411, 2, 5, None, 12, 3, "causal", swap=True)),
+        Case("batch of one, one query", mha._mha_case(412, 1, 1, 4, 8, 2, "padding")),
+    ),
+    "check_sinusoidal_positions": (
+        Case("one position, one pair", lambda: (1, 2)),
+        Case("odd length", lambda: (9, 10)),
+        Case("long table", lambda: (60, 32), weight=2.0),
+        Case("wide table", lambda: (3, 128)),
+    ),
+    "check_prenorm_encoder_block": (
+        Case("padding mask, dropout 0.1 (eval mode)", prenorm._case(803, 3, 6, 12, 3, 24, 0.1, mask=True), weight=2.0),
+        Case("batch of one, odd length", prenorm._case(804, 1, 7, 8, 4, 8)),
+        Case("one position", prenorm._case(805, 2, 1, 8, 2, 16)),
+        Case("float64 with a padding mask", prenorm._case(806, 2, 5, 16, 2, 32, mask=True, dtype=torch.float64)),
+        Case("batch of one, one position, padding mask", prenorm._case(807, 1, 1, 8, 2, 16, 0.2, mask=True)),
+        Case("non-contiguous x, padding mask, dropout 0.3",
+             prenorm._case(808, 3, 4, 8, 2, 16, 0.3, mask=True, swap=True)),
+    ),
+    "check_scaled_dot_product_attention": (
+        Case("batch of one, odd lengths", sdpa._plain(101, (1,), 7, 5, 16, 3)),
+        Case("one query", sdpa._plain(102, (3,), 1, 6, 4, 2)),
+        Case("float64 inputs", sdpa._plain(103, (2,), 5, 4, 6, 3, torch.float64)),
+        Case("extra leading axis (heads)", sdpa._plain(104, (2, 3), 4, 4, 8, 8)),
+        Case("large d_k", sdpa._plain(105, (2,), 4, 6, 256, 4), weight=2.0),
+        Case("non-contiguous q, k, v (heads split by a transpose)", sdpa._plain(106, (2, 3), 5, 6, 8, 4, swap=(1, 2))),
+        Case("batch of one, one query, float64", sdpa._plain(107, (1,), 1, 3, 8, 2, torch.float64)),
+    ),
+    "check_attention_masks": (
+        Case("causal mask, heads", sdpa_masks._causal(201, (2, 2), 5, 8, 4)),
+        Case("causal mask, float64", sdpa_masks._causal(202, (1,), 6, 16, 2, torch.float64)),
+        Case("padding mask (B, 1, S)", sdpa_masks._padded(203, 4, 3, 7, 8, 5), weight=2.0),
+        Case("arbitrary mask (B, T, S)", sdpa_masks._random_mask(204, 2, 5, 6, 32, 3), weight=2.0),
+        Case("padding mask, non-contiguous q, k, v (heads split by a transpose)",
+             sdpa_masks._padded(205, 3, 4, 6, 8, 4, heads=2)),
+        Case("padding mask, batch of one, one query", sdpa_masks._padded(206, 1, 1, 5, 8, 3)),
+    ),
+}

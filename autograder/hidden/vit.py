@@ -1,0 +1,77 @@
+"""The hidden cases of chapter 6 (``solutions/06-vit``): instructor-only, never in the student's package.
+
+``HIDDEN[part name]`` is the part's hidden cases, which
+:func:`attnbook.grading.hidden_cases.find` reads at grading time; the case makers
+come from the part modules in :mod:`attnbook.grading.vit`, the parameters only from here.
+"""
+
+import torch
+
+from attnbook.grading.engine import Case
+from attnbook.grading.vit import block, embedding, masking, matching, patches, rollout
+
+HIDDEN = {
+    "check_pre_norm_block": (
+        Case("a class token and 16 patches", block.block_case(651, 3, 17, None, 12, 3, 24), weight=2.0),
+        Case("batch of one, odd length", block.block_case(652, 1, 7, None, 8, 4, 8)),
+        Case("one token", block.block_case(653, 2, 1, None, 8, 2, 16)),
+        Case("float64", block.block_case(654, 2, 5, None, 16, 2, 32, dtype=torch.float64)),
+        Case("non-contiguous x", block.block_case(655, 3, 4, None, 8, 2, 16, swap=True)),
+    ),
+    "check_vit_embedding": (
+        Case("batch of one", embedding._case(631, 1, 1, 8, 4, 8)),
+        Case("three channels", embedding._case(632, 3, 3, 12, 4, 24), weight=2.0),
+        Case("28 x 28, patch 7", embedding._case(633, 2, 1, 28, 7, 16)),
+        Case("one patch", embedding._case(634, 2, 2, 4, 4, 8)),
+        Case("float64", embedding._case(635, 2, 3, 6, 3, 12, torch.float64)),
+        Case("non-contiguous (channels-last) images", embedding._case(636, 2, 3, 8, 2, 8, swap=True)),
+    ),
+    "check_random_masking": (
+        Case("batch of one", masking._case(691, 1, 16, 4, 0.75)),
+        Case("half removed, N_keep rounds down", masking._case(692, 3, 7, 5, 0.5), weight=2.0),
+        Case("nothing removed", masking._case(693, 2, 5, 3, 0.0)),
+        Case("one token", masking._case(694, 2, 1, 3, 0.0)),
+        Case("float64", masking._case(695, 2, 9, 3, 0.6, dtype=torch.float64)),
+        Case("non-contiguous x", masking._case(696, 3, 12, 4, 0.75, swap=True)),
+        Case("statistics, 25 % removed",
+             masking._case(697, masking.STATS_ROWS, masking.STATS_N, 1, 0.25, "statistics"), weight=2.0),
+        Case("statistics, 50 % removed",
+             masking._case(698, masking.STATS_ROWS, masking.STATS_N, 2, 0.5, "statistics"), weight=2.0),
+        Case("the draw follows the generator", masking._case(699, 4, 16, 2, 0.75, "generator"), weight=2.0),
+    ),
+    "check_matching": (
+        Case("matching cost, other weights", matching._cost_case(711, 5, 3, 4, weights=(2.0, 1.5, 0.5)), weight=2.0),
+        Case("matching cost, one target", matching._cost_case(712, 3, 1, 2)),
+        Case("matching cost, float64", matching._cost_case(713, 4, 4, 5, dtype=torch.float64)),
+        Case("matching cost, one prediction and one target", matching._cost_case(714, 1, 1, 3)),
+        Case("matching cost, non-contiguous inputs", matching._cost_case(715, 6, 3, 4, swap=True)),
+        Case("assignment", matching._assignment_case(721, 6, 6), weight=2.0),
+        Case("assignment with ties", matching._assignment_case(722, 7, 7, integer=True), weight=2.0),
+        Case("assignment, more columns than rows", matching._assignment_case(723, 3, 7)),
+        Case("assignment, more rows than columns", matching._assignment_case(724, 8, 3), weight=2.0),
+        Case("assignment, one row", matching._assignment_case(725, 1, 5)),
+        Case("assignment, 1 x 1", matching._assignment_case(726, 1, 1)),
+        Case("assignment, float64 and non-contiguous",
+             matching._assignment_case(727, 8, 8, dtype=torch.float64, swap=True)),
+    ),
+    "check_patchify": (
+        Case("batch of one", patches.images(611, 1, 1, 8, 8, 4)),
+        Case("three channels", patches.images(612, 3, 3, 12, 12, 4), weight=2.0),
+        Case("non-square images", patches.images(613, 2, 2, 8, 12, 4), weight=2.0),
+        Case("patch size 1", patches.images(614, 2, 3, 3, 3, 1)),
+        Case("one patch covers the image", patches.images(615, 2, 3, 5, 5, 5)),
+        Case("float64", patches.images(616, 2, 3, 6, 6, 3, torch.float64)),
+        Case("non-contiguous (channels-last) images", patches.images(617, 2, 3, 8, 8, 2, swap=True)),
+        Case("28 x 28 digits, patch 7", patches.images(618, 2, 1, 28, 28, 7)),
+    ),
+    "check_attention_rollout": (
+        Case("four layers, four heads", rollout._maps(671, 4, 3, 4, 6), weight=2.0),
+        Case("add_residual=False", rollout._maps(672, 3, 2, 2, 5, residual=False), weight=2.0),
+        Case("batch of one", rollout._maps(673, 2, 1, 3, 4)),
+        Case("one layer", rollout._maps(674, 1, 2, 2, 5)),
+        Case("one token", rollout._maps(675, 2, 2, 2, 1)),
+        Case("float64", rollout._maps(676, 3, 2, 2, 5, dtype=torch.float64)),
+        Case("non-contiguous maps", rollout._maps(677, 3, 2, 3, 5, swap=True)),
+        Case("a class token and 16 patches, six layers", rollout._maps(678, 6, 2, 4, 17)),
+    ),
+}

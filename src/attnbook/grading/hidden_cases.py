@@ -1,0 +1,82 @@
+"""Where a part's hidden cases come from: the instructor's files, never this package.
+
+A student installs ``attnbook`` and could read every case it holds, so a part's
+module keeps its visible cases and its case makers (neither is secret) and the
+hidden cases' parameters live in ``autograder/hidden/<chapter>.py``, one
+dictionary ``HIDDEN`` per chapter package from part name to cases. They are
+found in ``$ATTNBOOK_HIDDEN_CASES`` (a folder; ``make grade`` sets it to its
+own ``autograder/hidden`` unless it is set) or, without it, in the ``autograder/hidden`` of the
+checkout this package is imported from. Where neither is there (a student's
+installed package), :func:`find` answers ``None`` and ``check_x(f, points=N)``
+grades the visible cases only. Where the folder is there, a part missing from
+it is an error: grading never falls back to the visible cases by accident.
+
+>>> from attnbook.grading.engine import Case, Part
+>>> find(Part("check_nothing", (Case("one", lambda: ()),), lambda: None)) is None  # not a chapter's part
+True
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .engine import Case, Part
+
+ENV = "ATTNBOOK_HIDDEN_CASES"
+# The checkout's own folder: src/attnbook/grading/hidden_cases.py -> the repository root.
+CHECKOUT = Path(__file__).resolve().parents[3] / "autograder" / "hidden"
+_LOADED: dict[Path, ModuleType] = {}
+
+
+def folder() -> Path | None:
+    """The folder of the instructor's hidden cases, or ``None`` where there is none (a student's install)."""
+    given = os.environ.get(ENV)
+    if given:
+        path = Path(given)
+        if not path.is_dir():
+            raise FileNotFoundError(f"{ENV}={given!r} should name the folder of the hidden cases "
+                                    "(autograder/hidden in the course's repository); there is no such folder")
+        return path.resolve()
+    return CHECKOUT if CHECKOUT.is_dir() else None
+
+
+def chapter_of(part: Part) -> str | None:
+    """The chapter package whose module defines ``part``'s check (``"bert"``), or ``None`` for another part."""
+    module = getattr(part.check, "__module__", "") or ""
+    prefix = __name__.rpartition(".")[0] + "."
+    if not module.startswith(prefix) or module.count(".") < 3:
+        return None
+    return module.removeprefix(prefix).split(".")[0]
+
+
+def _load(path: Path) -> ModuleType:
+    if path not in _LOADED:
+        spec = importlib.util.spec_from_file_location(f"_attnbook_hidden_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        _LOADED[path] = module
+    return _LOADED[path]
+
+
+def find(part: Part) -> tuple[Case, ...] | None:
+    """``part``'s hidden cases from the instructor's files; ``None`` where those files are not here.
+
+    Raises ``LookupError`` when the files are here but do not hold the part.
+    """
+    chapter, where = chapter_of(part), folder()
+    if chapter is None or where is None:
+        return None
+    path = where / f"{chapter}.py"
+    if not path.is_file():
+        raise LookupError(f"the hidden cases of {part.name} should be in {path}; there is no such file")
+    cases = getattr(_load(path), "HIDDEN", {}).get(part.name)
+    if not cases:
+        raise LookupError(f"{path} holds no hidden cases for {part.name}: add them to its HIDDEN")
+    return tuple(cases)
