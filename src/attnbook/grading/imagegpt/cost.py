@@ -23,7 +23,7 @@ __all__ = ["check_sequence_cost"]
 _KEYS = ("tokens", "attention_entries", "attention_mib")
 
 
-def _case(side: int, **kwargs: int):
+def _case(side: int, **kwargs: int) -> Callable[[], tuple]:
     return lambda: (side, kwargs)
 
 
@@ -39,7 +39,7 @@ HIDDEN = (
 
 
 def _check(sequence_cost: Callable) -> Callable:
-    def check(side: int, kwargs: dict):
+    def check(side: int, kwargs: dict) -> None:
         got = run_student(sequence_cost, side, **kwargs, what="sequence_cost")
         if not isinstance(got, dict) or set(_KEYS) - set(got):
             raise CheckFailed(f"sequence_cost should return a dict with the keys {', '.join(_KEYS)}")
