@@ -85,14 +85,12 @@ def number_in(name: str, value: object, low: float, high: float, ends: str = "[)
     ...
     ValueError: top_p must be a number in (0, 1], got 0
     """
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         above = value >= low if ends[0] == "[" else value > low
         below = value <= high if ends[1] == "]" else value < high
-        ok = above and below
-    if not ok:
-        raise ValueError(f"{name} must be a number in {ends[0]}{low:g}, {high:g}{ends[1]}, got {value!r}")
-    return float(value)
+        if above and below:
+            return float(value)
+    raise ValueError(f"{name} must be a number in {ends[0]}{low:g}, {high:g}{ends[1]}, got {value!r}")
 
 
 def dropout_rate(value: object) -> float:

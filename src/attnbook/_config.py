@@ -22,8 +22,8 @@ ValueError: preset 'wide' needs vocab_size=...; it sets only width
 
 from __future__ import annotations
 
-from dataclasses import MISSING, asdict, fields, replace
-from typing import ClassVar, TypeVar
+from dataclasses import MISSING, Field, asdict, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 _C = TypeVar("_C", bound="PresetConfig")  # typing.Self needs Python 3.11; the package supports 3.10
 
@@ -32,6 +32,8 @@ class PresetConfig:
     """``preset(name, **overrides)``, ``replace(**changes)`` and ``to_dict()`` for a dataclass config."""
 
     presets: ClassVar[dict[str, dict[str, object]]] = {}
+    if TYPE_CHECKING:  # every subclass is a dataclass: this tells mypy, which reads the mixin alone
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
 
     @classmethod
     def preset(cls: type[_C], name: str, **overrides: object) -> _C:
@@ -39,7 +41,7 @@ class PresetConfig:
         if name not in cls.presets:
             raise ValueError(f"unknown preset {name!r}; choose one of {sorted(cls.presets)}")
         given = {**cls.presets[name], **overrides}
-        required = [f.name for f in fields(cls)  # type: ignore[arg-type]
+        required = [f.name for f in fields(cls)
                     if f.default is MISSING and f.default_factory is MISSING and f.name not in given]
         if required:
             sets = ", ".join(cls.presets[name]) or "no field"
@@ -48,8 +50,8 @@ class PresetConfig:
 
     def replace(self: _C, **changes: object) -> _C:
         """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)  # type: ignore[type-var]
+        return replace(self, **changes)
 
     def to_dict(self) -> dict[str, object]:
         """The fields as a plain dict (for JSON, or a checkpoint's metadata)."""
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)

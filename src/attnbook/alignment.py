@@ -45,7 +45,7 @@ class _AlignmentAttention(nn.Module):
         raise NotImplementedError
 
     def _check_keys(self, keys: object) -> torch.Tensor:
-        float_sequence("keys", keys)
+        keys = float_sequence("keys", keys)
         if keys.dim() != 3 or keys.shape[-1] != self.key_size:
             raise ValueError(f"keys must have shape (B, S, key_size={self.key_size}), got {tuple(keys.shape)}")
         if keys.shape[1] == 0:
@@ -61,7 +61,7 @@ class _AlignmentAttention(nn.Module):
         projected_keys: object,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Validate; return ``(values, projected_keys, mask)`` with the mask shaped like the scores."""
-        float_sequence("query", query)
+        query = float_sequence("query", query)
         keys = self._check_keys(keys)
         if query.dim() not in (2, 3) or query.shape[-1] != self.query_size:
             raise ValueError(
@@ -76,7 +76,7 @@ class _AlignmentAttention(nn.Module):
         if values is None:
             values = keys
         else:
-            float_sequence("values", values)
+            values = float_sequence("values", values)
             if values.dim() != 3 or values.shape[:2] != keys.shape[:2]:
                 raise ValueError(
                     f"values must have shape (B, S, d_v) with the keys' B={B} and S={S}, got {tuple(values.shape)}"
@@ -94,8 +94,8 @@ class _AlignmentAttention(nn.Module):
             )
         if mask is not None:
             if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-                got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-                raise TypeError(f"mask must be a boolean tensor (True = may attend), got {got}")
+                kind = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+                raise TypeError(f"mask must be a boolean tensor (True = may attend), got {kind}")
             T = query.shape[1] if query.dim() == 3 else 1
             shapes = {(B, S), (B, 1, S), (B, T, S)}
             if tuple(mask.shape) not in shapes:

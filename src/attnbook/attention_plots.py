@@ -13,7 +13,7 @@ written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -59,7 +59,7 @@ def attention_heatmap(
     xl = _labels("x_labels", x_labels, S, "columns (keys, S)")
     yl = _labels("y_labels", y_labels, T, "rows (queries, T)")
     ax = _new_axes(ax, figsize=(min(1.5 + 0.35 * S, 12), min(1.2 + 0.35 * T, 12)))
-    aspect = "equal" if max(T, S) <= 4 * min(T, S) else "auto"
+    aspect: Literal["equal", "auto"] = "equal" if max(T, S) <= 4 * min(T, S) else "auto"
     image = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect=aspect, interpolation="nearest")
     _set_ticks(ax, xl, yl)
     ax.set_xlabel("key (attended to)")
@@ -167,6 +167,8 @@ def alignment_step(
     T, S = w.shape
     xl = _labels("x_labels", x_labels, S, "columns (keys, S)")
     yl = _labels("y_labels", y_labels, T, "rows (queries, T)")
+    if xl is None or yl is None:
+        raise TypeError("x_labels and y_labels must be sequences of labels (the source and the output), not None")
     int_in_range("step", step, 0, T - 1, " (one per output row)")
     if fig is None:
         fig = plt.figure(figsize=(min(3.0 + 0.25 * S, 13), min(3.5 + 0.22 * T, 10)), layout="constrained")

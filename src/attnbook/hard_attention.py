@@ -33,16 +33,14 @@ from collections.abc import Callable
 
 import torch
 
-from attnbook._checks import positive_int
+from attnbook._checks import float_tensor, positive_int
 
 __all__ = ["soft_attention", "sample_hard_attention", "score_function_gradient", "exact_gradient"]
 
 
 def _check_scores_values(scores: object, values: object) -> tuple[torch.Tensor, torch.Tensor]:
-    for name, x in (("scores", scores), ("values", values)):
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-            got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
-            raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+    scores = float_tensor("scores", scores)
+    values = float_tensor("values", values)
     if scores.dim() != 2:
         raise ValueError(f"scores must have shape (B, S), got {tuple(scores.shape)}")
     if values.dim() != 3 or values.shape[:2] != scores.shape:
@@ -50,7 +48,7 @@ def _check_scores_values(scores: object, values: object) -> tuple[torch.Tensor, 
             f"values must have shape (B, S, d_v) with the scores' (B, S) = {tuple(scores.shape)}, "
             f"got {tuple(values.shape)}"
         )
-    if bool((scores == float("inf")).any() or scores.isnan().any()):
+    if bool(scores.eq(float("inf")).any() or scores.isnan().any()):
         raise ValueError("scores must be finite or -inf (-inf marks a position that may not be attended)")
     if not bool(torch.isfinite(scores).any(dim=-1).all()):
         raise ValueError("every row of scores needs at least one finite score (one position to attend)")

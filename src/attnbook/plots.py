@@ -234,7 +234,7 @@ def training_curves(
     for i, name in enumerate(losses + others):
         xs = [int(r["step"]) for r in evals if name in r]
         ys = [float(r[name]) for r in evals if name in r]
-        target = ax if name in losses else right
+        target = ax if name in losses or right is None else right
         lines += target.plot(xs, ys, marker="o", markersize=3, color=f"C{i + 1}", label=_escape(name))
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
@@ -242,5 +242,5 @@ def training_curves(
         ax.set_yscale("log")
     if right is not None:
         right.set_ylabel(", ".join(_escape(m) for m in others) if len(others) <= 2 else "metric")
-    ax.legend(lines, [line.get_label() for line in lines], loc="best", fontsize=8)
+    ax.legend(lines, [str(line.get_label()) for line in lines], loc="best", fontsize=8)
     return ax

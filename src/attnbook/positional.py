@@ -38,10 +38,10 @@ __all__ = [
 
 
 def _check_even_width(d_model: object) -> int:
-    positive_int("d_model", d_model)
-    if d_model % 2 != 0:  # type: ignore[operator]
+    d_model = positive_int("d_model", d_model)
+    if d_model % 2 != 0:
         raise ValueError(f"d_model must be even for sinusoidal positions (sin/cos pairs), got {d_model}")
-    return d_model  # type: ignore[return-value]
+    return d_model
 
 
 def _frequencies(d_model: int, base: float) -> torch.Tensor:

@@ -186,12 +186,14 @@ class Seq2Seq(nn.Module):
         if src.shape[0] != tgt_in.shape[0]:
             raise ValueError(f"src and tgt_in must have the same batch size, got {src.shape[0]} and {tgt_in.shape[0]}")
         memory, mask, hidden = self.encode(src)
-        step_kwargs = {"projected_keys": self.decoder.project_keys(memory)} if self.uses_attention else {}
+        decoder = self.decoder
+        step_kwargs = {"projected_keys": decoder.project_keys(memory)} if isinstance(decoder, AttentionDecoder) else {}
         logits, weights = [], []
         for t in range(tgt_in.shape[1]):  # teacher forcing: the true previous token
-            step_logits, hidden, w = self.decoder.step(tgt_in[:, t], hidden, memory, mask, **step_kwargs)
+            step_logits, hidden, w = decoder.step(tgt_in[:, t], hidden, memory, mask, **step_kwargs)
             logits.append(step_logits)  # (B, V)
-            weights.append(w)  # (B, S) or None
+            if w is not None:
+                weights.append(w)  # (B, S); the plain decoder has none
         out = torch.stack(logits, dim=1)  # T x (B, V) -> (B, T, V)
         if not need_weights:
             return out
@@ -237,13 +239,14 @@ def greedy_decode(
     model.eval()
     try:
         memory, mask, hidden = model.encode(src)
-        step_kwargs = {"projected_keys": model.decoder.project_keys(memory)} if model.uses_attention else {}
+        decoder = model.decoder
+        step_kwargs = {"projected_keys": decoder.project_keys(memory)} if isinstance(decoder, AttentionDecoder) else {}
         B = src.shape[0]
         prev = torch.full((B,), bos_id, dtype=torch.long, device=src.device)  # (B,): BOS
         done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
         tokens, weights = [], []
         for _ in range(max_len):
-            logits, hidden, w = model.decoder.step(prev, hidden, memory, mask, **step_kwargs)
+            logits, hidden, w = decoder.step(prev, hidden, memory, mask, **step_kwargs)
             prev = logits.argmax(dim=-1).masked_fill(done, cfg.pad_id)  # finished sequences only pad
             tokens.append(prev)
             if w is not None:

@@ -158,10 +158,10 @@ class _DecoderBase(nn.Module):
         self.out = nn.Linear(hidden_size + context_size + embed_dim, vocab_size)
 
     def _check_step(self, prev_token: object, hidden: object, memory: object) -> tuple[int, int]:
-        token_ids("prev_token", prev_token, self.vocab_size, dim=1)
+        prev_token = token_ids("prev_token", prev_token, self.vocab_size, dim=1)
         B = prev_token.shape[0]
-        float_tensor("hidden", hidden, (B, self.hidden_size), f"(B={B}, hidden_size={self.hidden_size})")
-        float_tensor("memory", memory, (B, None, self.context_size), f"(B={B}, S, {self.context_size})")
+        hidden = float_tensor("hidden", hidden, (B, self.hidden_size), f"(B={B}, hidden_size={self.hidden_size})")
+        memory = float_tensor("memory", memory, (B, None, self.context_size), f"(B={B}, S, {self.context_size})")
         if memory.shape[1] == 0:
             raise ValueError("memory must hold at least one position (S >= 1), got S = 0")
         if memory.dtype != hidden.dtype:
@@ -254,7 +254,9 @@ class AttentionDecoder(_DecoderBase):
     ) -> None:
         super().__init__(vocab_size, embed_dim, hidden_size, context_size, dropout=dropout)
         if attention == "additive":
-            self.attention: nn.Module = AdditiveAttention(hidden_size, context_size, attn_size or hidden_size)
+            self.attention: AdditiveAttention | LuongAttention = AdditiveAttention(
+                hidden_size, context_size, attn_size or hidden_size
+            )
         elif attention in ("general", "dot"):
             self.attention = LuongAttention(hidden_size, context_size, method=attention)
         else:

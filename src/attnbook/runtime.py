@@ -62,7 +62,7 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def autocast(device: torch.device | str):
+def autocast(device: torch.device | str) -> contextlib.AbstractContextManager[object]:
     """Mixed precision where it pays: bf16 autocast on CUDA, a no-op elsewhere.
 
     >>> with autocast("cpu"):
@@ -117,7 +117,10 @@ def free_cpus(sample_seconds: float = 0.25) -> int:
     if before is None:
         return max(1, len(cpus))
     time.sleep(sample_seconds)
-    idle, total = (after - first for after, first in zip(_cpu_times(cpus), before, strict=True))
+    now = _cpu_times(cpus)
+    if now is None:
+        return max(1, len(cpus))
+    idle, total = (after - first for after, first in zip(now, before, strict=True))
     return max(1, min(len(cpus), round(len(cpus) * idle / max(total, 1))))
 
 

@@ -23,13 +23,16 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from attnbook import rnn, transformer
 from attnbook._checks import positive_int, token_ids
+
+if TYPE_CHECKING:  # annotations only: importing attnbook.data here would load the data package
+    from attnbook.data.vocab import CharVocab
 
 # the two configs are imported for the doctests
 from attnbook.rnn import Seq2Seq, Seq2SeqConfig  # noqa: F401
@@ -70,8 +73,8 @@ def _greedy_tokens(model: Model, src: torch.Tensor, bos_id: int, eos_id: int, ma
 
 def encode_pairs(
     pairs: Sequence[tuple[str, str]],
-    src_vocab: object,
-    tgt_vocab: object,
+    src_vocab: CharVocab,
+    tgt_vocab: CharVocab,
     *,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -261,7 +264,7 @@ class LengthBucket(NamedTuple):
     lo: int  # shortest length in the bucket
     hi: int  # first length after the bucket
     accuracy: float  # fraction of hits (nan for an empty bucket)
-    count: int  # examples in the bucket
+    count: int  # type: ignore[assignment]  # examples in the bucket; a public field that hides tuple.count
 
 
 def accuracy_by_length(hits: torch.Tensor, lengths: torch.Tensor, edges: Sequence[int]) -> list[LengthBucket]:
@@ -314,8 +317,8 @@ def accuracy_table(hits: torch.Tensor, lengths: torch.Tensor, edges: Sequence[in
 def translate(
     model: Model,
     texts: Sequence[str],
-    src_vocab: object,
-    tgt_vocab: object,
+    src_vocab: CharVocab,
+    tgt_vocab: CharVocab,
     *,
     max_len: int = 64,
 ) -> list[str]:

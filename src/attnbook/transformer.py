@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -158,13 +159,18 @@ class Transformer(nn.Module):
             self.src_pos = LearnedPositions(cfg.max_len, cfg.d_model)
             self.tgt_pos = LearnedPositions(cfg.max_len, cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)  # on embeddings + positions
-        block_args = dict(dropout=cfg.dropout, norm_first=cfg.norm_first, activation=cfg.activation)
         self.encoder_layers = nn.ModuleList(
-            EncoderBlock(cfg.d_model, cfg.num_heads, cfg.d_ff, **block_args)
+            EncoderBlock(
+                cfg.d_model, cfg.num_heads, cfg.d_ff,
+                dropout=cfg.dropout, norm_first=cfg.norm_first, activation=cfg.activation,
+            )
             for _ in range(cfg.num_encoder_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            DecoderBlock(cfg.d_model, cfg.num_heads, cfg.d_ff, **block_args)
+            DecoderBlock(
+                cfg.d_model, cfg.num_heads, cfg.d_ff,
+                dropout=cfg.dropout, norm_first=cfg.norm_first, activation=cfg.activation,
+            )
             for _ in range(cfg.num_decoder_layers)
         )
         # Pre-norm leaves the residual stream un-normalised: normalise it once at the end.
@@ -258,9 +264,9 @@ class Transformer(nn.Module):
         queries over source keys).
         """
         return {
-            "encoder": [layer.attn_weights for layer in self.encoder_layers],
-            "decoder": [layer.self_attn_weights for layer in self.decoder_layers],
-            "cross": [layer.cross_attn_weights for layer in self.decoder_layers],
+            "encoder": [cast(EncoderBlock, layer).attn_weights for layer in self.encoder_layers],
+            "decoder": [cast(DecoderBlock, layer).self_attn_weights for layer in self.decoder_layers],
+            "cross": [cast(DecoderBlock, layer).cross_attn_weights for layer in self.decoder_layers],
         }
 
 

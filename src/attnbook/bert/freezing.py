@@ -10,6 +10,8 @@ feature-based use of BERT).
 
 from __future__ import annotations
 
+from typing import cast
+
 from torch import nn
 
 from attnbook._checks import int_in_range
@@ -44,11 +46,12 @@ def freeze_all_but_top(model: nn.Module, k: int) -> int:
     False
     """
     bert = _encoder_of(model)
-    n_layers = len(bert.encoder.layer)
+    layers = cast(nn.ModuleList, bert.encoder.layer)  # a plain Module holds it, for HF's names
+    n_layers = len(layers)
     int_in_range("k", k, 0, n_layers, " (the number of encoder layers)")
     for p in model.parameters():
         p.requires_grad_(True)
-    frozen = [bert.embeddings, *bert.encoder.layer[: n_layers - k]]
+    frozen = [bert.embeddings, *layers[: n_layers - k]]
     for module in frozen:
         for p in module.parameters():
             p.requires_grad_(False)

@@ -21,6 +21,8 @@ Reference: Devlin et al. (2018), https://arxiv.org/abs/1810.04805, sections
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -55,7 +57,9 @@ class BertLMPredictionHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))  # one output-only bias per token
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        h = self.transform.LayerNorm(F.gelu(self.transform.dense(hidden_states)))  # (B, T, C)
+        transform = self.transform  # a plain Module that keeps HF's names: transform.dense, transform.LayerNorm
+        dense, norm = cast(nn.Linear, transform.dense), cast(nn.LayerNorm, transform.LayerNorm)
+        h = norm(F.gelu(dense(hidden_states)))  # (B, T, C)
         return self.decoder(h) + self.bias  # (B, T, V)
 
 
@@ -92,7 +96,17 @@ class BertForPreTraining(nn.Module):
         attention_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         seq, pooled = self.bert(input_ids, token_type_ids, attention_mask)  # (B, T, C), (B, C)
-        return self.cls.predictions(seq), self.cls.seq_relationship(pooled)  # (B, T, V), (B, 2)
+        return self.predictions(seq), self.seq_relationship(pooled)  # (B, T, V), (B, 2)
+
+    @property
+    def predictions(self) -> BertLMPredictionHead:
+        """The MLM head, ``cls.predictions`` (HF's name): (B, T, C) -> (B, T, V)."""
+        return cast(BertLMPredictionHead, self.cls.predictions)
+
+    @property
+    def seq_relationship(self) -> nn.Linear:
+        """The NSP head, ``cls.seq_relationship`` (HF's name): pooled (B, C) -> (B, 2)."""
+        return cast(nn.Linear, self.cls.seq_relationship)
 
 
 def mean_pool(seq: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

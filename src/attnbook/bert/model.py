@@ -31,6 +31,8 @@ and figure 2.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 
@@ -231,14 +233,14 @@ class BertModel(nn.Module):
         attention_mask: torch.Tensor | None = None,
         *,
         return_attentions: bool = False,
-    ) -> tuple[torch.Tensor, ...]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None] | tuple[torch.Tensor, torch.Tensor | None, list[torch.Tensor | None]]:
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, C); checks the ids
         mask = None if attention_mask is None else _attention_mask(attention_mask, input_ids)  # (B, 1, T)
         attentions = []
-        for block in self.encoder.layer:
+        for block in cast(nn.ModuleList, self.encoder.layer):  # a plain Module holds it, for HF's names
             x = block(x, mask, need_weights=return_attentions)  # (B, T, C)
             if return_attentions:
-                attentions.append(block.attn_weights)  # (B, nh, T, T)
+                attentions.append(cast(EncoderBlock, block).attn_weights)  # (B, nh, T, T)
         pooled = self.pooler(x) if self.pooler is not None else None  # (B, C)
         return (x, pooled, attentions) if return_attentions else (x, pooled)
 

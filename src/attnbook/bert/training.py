@@ -265,10 +265,10 @@ def pretraining_loss(model: BertForPreTraining, batch: dict[str, torch.Tensor]) 
     the chosen positions only -- 15 % of its cost, which dominates a small model with a large V."""
     seq, pooled = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])  # (B, T, C)
     chosen = batch["labels"] != -100  # (B, T)
-    logits = model.cls.predictions(seq[chosen])  # (n_chosen, V)
+    logits = model.predictions(seq[chosen])  # (n_chosen, V)
     loss = F.cross_entropy(logits, batch["labels"][chosen])
     if "next_sentence_label" in batch:
-        nsp_logits = model.cls.seq_relationship(pooled)  # (B, 2)
+        nsp_logits = model.seq_relationship(pooled)  # (B, 2)
         loss = loss + F.cross_entropy(nsp_logits, batch["next_sentence_label"])
     return loss
 
@@ -284,7 +284,8 @@ def pretraining_metrics(model: BertForPreTraining, batch: dict[str, torch.Tensor
     all); ``nsp_accuracy`` when the batch has next-sentence labels.
     """
     device = next(model.parameters()).device
-    sums: Counter[str] = Counter()
+    sums: Counter[str] = Counter()  # counts
+    loss_sum = 0.0
     for start in range(0, len(batch["input_ids"]), chunk):
         part = {k: v[start:start + chunk].to(device) for k, v in batch.items()}
         chosen = part["labels"] != -100  # (b, T)
@@ -292,16 +293,16 @@ def pretraining_metrics(model: BertForPreTraining, batch: dict[str, torch.Tensor
         original = torch.where(chosen, part["labels"], part["input_ids"])  # (b, T): the unmasked row
         for name, ids in (("masked", part["input_ids"]), ("visible", original)):
             seq, pooled = model.bert(ids, part["token_type_ids"], part["attention_mask"])  # (b, T, C)
-            logits = model.cls.predictions(seq[chosen])  # (n, V)
+            logits = model.predictions(seq[chosen])  # (n, V)
             sums[f"{name}_right"] += int((logits.argmax(-1) == target).sum())
             if name == "masked":
-                sums["loss"] += float(F.cross_entropy(logits, target, reduction="sum"))
+                loss_sum += float(F.cross_entropy(logits, target, reduction="sum"))
                 if "next_sentence_label" in part:
-                    nsp = model.cls.seq_relationship(pooled).argmax(-1)  # (b,)
+                    nsp = model.seq_relationship(pooled).argmax(-1)  # (b,)
                     sums["nsp_right"] += int((nsp == part["next_sentence_label"]).sum())
         sums["chosen"] += int(chosen.sum())
     n = max(1, sums["chosen"])
-    out = {"mlm_loss": sums["loss"] / n, "mlm_accuracy": sums["masked_right"] / n,
+    out = {"mlm_loss": loss_sum / n, "mlm_accuracy": sums["masked_right"] / n,
            "visible_accuracy": sums["visible_right"] / n}
     if "next_sentence_label" in batch:
         out["nsp_accuracy"] = sums["nsp_right"] / len(batch["input_ids"])

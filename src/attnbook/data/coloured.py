@@ -40,7 +40,8 @@ class ColouredDigits(NamedTuple):
     labels: torch.Tensor  # (N,) int64, the digit 0..9
     foreground: torch.Tensor  # (N, 3) uint8, the ink colour
     background: torch.Tensor  # (N, 3) uint8, the paper colour
-    index: torch.Tensor  # (N,) int64, position of the grey digit in load_digits()
+    # (N,) int64, position of the grey digit in load_digits()
+    index: torch.Tensor  # type: ignore[assignment]  # a public field; it hides tuple.index, which nobody calls
 
 
 def _colour_pairs(n: int, min_contrast: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

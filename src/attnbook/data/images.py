@@ -31,8 +31,7 @@ class LabelledImages(NamedTuple):
 
 
 def _check_seed(seed: object) -> int:
-    an_int("seed", seed)
-    return seed
+    return an_int("seed", seed)
 
 
 def load_digits(*, normalize: bool = True) -> LabelledImages:

@@ -24,6 +24,7 @@ import datetime as dt
 import random
 import re
 from collections.abc import Sequence
+from typing import Literal, cast
 
 from attnbook._checks import an_int, int_at_least
 
@@ -31,6 +32,7 @@ DATE_LOCALES: tuple[str, ...] = ("en_US", "en_GB", "de_DE", "fr_FR", "es_ES", "i
 # Babel's four standard styles per locale, plus a few patterns every locale can write.
 DATE_FORMATS: tuple[str, ...] = ("short", "medium", "long", "full", "d MMM y", "EEE, d MMM y", "dd.MM.y")
 _STANDARD = ("short", "medium", "long", "full")
+_Standard = Literal["short", "medium", "long", "full"]  # Babel's names for its standard formats
 _NUMERIC = re.compile(r"d+|M+|L+|y+|'[^']*'")  # numeric fields and quoted text
 DIGITS = "digits"  # a pseudo-language for make_number_pairs: the number written with digits
 
@@ -96,7 +98,7 @@ def date_patterns(
         except (UnknownLocaleError, ValueError, TypeError) as err:
             raise ValueError(f"locales: unknown locale {name!r} ({err})") from None
         for fmt in formats:
-            pattern = get_date_format(fmt, locale).pattern if fmt in _STANDARD else fmt
+            pattern = get_date_format(cast(_Standard, fmt), locale).pattern if fmt in _STANDARD else fmt
             if not is_translatable(pattern, two_digit_years):
                 continue
             # an all-numeric pattern reads the same in every locale: keep it once

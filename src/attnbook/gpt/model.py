@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -183,7 +184,7 @@ class GPT(nn.Module):
         *,
         weight_decay: float = 0.1,
         betas: tuple[float, float] = (0.9, 0.99),
-        **kwargs: object,
+        **kwargs: Any,
     ) -> torch.optim.AdamW:
         """AdamW that decays only the weight matrices (not biases, norms or the position table).
 
@@ -194,17 +195,18 @@ class GPT(nn.Module):
         >>> [g["weight_decay"] for g in opt.param_groups]
         [0.1, 0.0]
         """
-        decay, no_decay = [], []
+        decay: list[nn.Parameter] = []
+        no_decay: list[nn.Parameter] = []
         for name, p in self.named_parameters():  # each tied parameter is listed once
             if not p.requires_grad:
                 continue
             is_matrix = p.dim() >= 2 and not name.startswith("wpe")
             (decay if is_matrix else no_decay).append(p)
-        groups = [
+        groups: list[dict[str, Any]] = [
             {"params": decay, "weight_decay": weight_decay},
             {"params": no_decay, "weight_decay": 0.0},
         ]
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, **kwargs)  # type: ignore[arg-type]
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, **kwargs)
 
     # -- forward ---------------------------------------------------------------
 
@@ -265,4 +267,4 @@ class GPT(nn.Module):
         >>> [tuple(w.shape) for w in model.attention_weights()]
         [(1, 3, 3, 3), (1, 3, 3, 3), (1, 3, 3, 3)]
         """
-        return [block.attn.attn_weights for block in self.h]
+        return [cast(Block, block).attn.attn_weights for block in self.h]

@@ -33,7 +33,7 @@ _LAZY = dict.fromkeys(("greedy_test_model", "perplexity_test_model", "HardAttent
 __all__ = ["CheckFailed", *_LAZY]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

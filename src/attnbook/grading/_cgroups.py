@@ -48,7 +48,7 @@ def _parents() -> tuple[str, dict[str, Path]] | None:
         own = _own_paths()
     except OSError:
         return None
-    v1 = {c: ROOT / c / own[c].lstrip("/") for c in ("pids", "memory") if c in own}
+    v1: dict[str, Path] = {c: ROOT / c / own[c].lstrip("/") for c in ("pids", "memory") if c in own}
     if len(v1) == 2 and all((folder / "cgroup.procs").exists() for folder in v1.values()):
         return "v1", v1
     unified = ROOT / own.get("", "/").lstrip("/")

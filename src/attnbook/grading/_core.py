@@ -23,12 +23,16 @@ import importlib
 import sys
 import types
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeGuard, cast
 
 import torch
 
 from ._traps import ReferenceCalled, references_trapped
 from .errors import CheckFailed
+
+if TYPE_CHECKING:  # _remote imports this module
+    from ._remote import Remote
 
 # The references forbidden to the part being checked (set by Part while its cases run).
 FORBIDDEN: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("FORBIDDEN", default=())
@@ -79,7 +83,7 @@ def note_warnings(what: str, messages: Iterable[str]) -> None:
 
 
 @contextlib.contextmanager
-def _student_code(what: str):
+def _student_code(what: str) -> Iterator[None]:
     """Run the student's code inside: warnings noted on stdout, stderr sent to stdout, errors in words."""
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(sys.stdout):
         warnings.simplefilter("always")
@@ -93,7 +97,12 @@ def _student_code(what: str):
     note_warnings(what, [str(w.message) for w in caught])
 
 
-def run_student(fn: Callable, *args: object, forbidden: Sequence[str] | None = None, what: str = "your function",
+def _is_proxy(obj: object) -> TypeGuard[Remote]:
+    """Whether ``obj`` is the judge's proxy of a worker object (a :class:`~._remote.Remote`)."""
+    return hasattr(obj, "__handle__")
+
+
+def run_student(fn: object, *args: object, forbidden: Sequence[str] | None = None, what: str = "your function",
                 **kwargs: object) -> object:
     """Call ``fn(*args, **kwargs)`` the safe way and return its result.
 
@@ -102,7 +111,7 @@ def run_student(fn: Callable, *args: object, forbidden: Sequence[str] | None = N
     any exception becomes a :class:`CheckFailed` that names its type and
     message. A proxy of a worker object is called in the worker.
     """
-    if hasattr(fn, "__handle__"):
+    if _is_proxy(fn):
         return fn.remote_call(None, args, kwargs, what)
     if not callable(fn):
         raise CheckFailed(f"{what} is not callable (got {type(fn).__name__}); did you run its cell?")
@@ -119,7 +128,7 @@ def run_method(module: torch.nn.Module, name: str, *args: object, forbidden: Seq
     The references are trapped in the module's classes and their methods'
     globals, so that a method borrowed from the reference fails too.
     """
-    if hasattr(module, "__handle__"):
+    if _is_proxy(module):
         return module.remote_call(name, args, kwargs, what)
     forbidden = FORBIDDEN.get() if forbidden is None else forbidden
     method = getattr(module, name, None)
@@ -147,7 +156,7 @@ def build_module(cls: object, *args: object, forbidden: Sequence[str] | None = N
             f"{what} should build a torch.nn.Module (subclass nn.Module and call super().__init__() "
             f"first), got {type(module).__name__}"
         )
-    return module
+    return cast(torch.nn.Module, module)  # or a proxy of one in the worker, which answers the same calls
 
 
 def _listed(names: Sequence[str], most: int = 4) -> str:
@@ -164,7 +173,7 @@ def load_reference_parameters(module: torch.nn.Module, reference: torch.nn.Modul
     Buffers are ignored. ``nn.Module``'s own methods are called, never the
     student's overrides.
     """
-    if hasattr(module, "__handle__"):
+    if _is_proxy(module):
         mine = {name: torch.empty(shape, device="meta") for name, shape in module.parameter_shapes()}
     else:
         mine = dict(torch.nn.Module.named_parameters(module))
@@ -185,7 +194,7 @@ def load_reference_parameters(module: torch.nn.Module, reference: torch.nn.Modul
                 f"parameter {name} of {what} has the wrong shape; check which size goes where "
                 "(nn.Linear(n_in, n_out) stores a weight of shape (n_out, n_in))"
             )
-    if hasattr(module, "__handle__"):
+    if _is_proxy(module):
         module.load_parameters({name: param.detach() for name, param in theirs.items()})
         return
     with torch.no_grad():

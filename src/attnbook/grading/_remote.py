@@ -18,6 +18,8 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
+from typing import IO, cast
 
 import torch
 
@@ -68,7 +70,7 @@ class Remote:
         return self.worker.call(self, method, args, kwargs, what)
 
     def parameter_shapes(self) -> list:
-        return self.worker.call(self, "$parameters", (), {}, "the module")
+        return cast(list, self.worker.call(self, "$parameters", (), {}, "the module"))  # [[name, shape], ...]
 
     def load_parameters(self, state: dict) -> None:
         self.worker.call(self, "$load", (state,), {}, "the module")
@@ -92,7 +94,7 @@ def _mirror(old: object, new: object) -> None:
         elif old != new:
             old[:] = new
     elif isinstance(old, (tuple, dict)) and type(old) is type(new) and len(old) == len(new):
-        for key in (range(len(old)) if isinstance(old, tuple) else old.keys() & new.keys()):
+        for key in (range(len(old)) if isinstance(old, tuple) else old.keys() & cast(dict, new).keys()):
             _mirror(old[key], new[key])
 
 
@@ -109,8 +111,8 @@ def _with_gradients(result: torch.Tensor, args: tuple, grads: dict) -> torch.Ten
 class Worker:
     """One sandboxed worker process (see :mod:`._worker`), talking over its stdin and stdout."""
 
-    def __init__(self, command: list[str], *, cwd: str, env: dict, part_timeout: float, preexec=None,
-                 max_frame: int = 16 << 20):
+    def __init__(self, command: list[str], *, cwd: str, env: dict, part_timeout: float,
+                 preexec: Callable[[], object] | None = None, max_frame: int = 16 << 20) -> None:
         self.command, self.cwd, self.env, self.part_timeout = command, cwd, env, part_timeout
         self.preexec = preexec  # run in the worker before it starts: its resource limits
         self.max_frame = max_frame  # the largest reply read from the worker, in bytes
@@ -128,7 +130,13 @@ class Worker:
         self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
                                      preexec_fn=self.preexec)
-        os.set_blocking(self.proc.stdin.fileno(), False)  # writes wait in select, until the deadline
+        os.set_blocking(self._pipes()[0].fileno(), False)  # writes wait in select, until the deadline
+
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
+        """The worker's stdin and stdout; :class:`WorkerGone` once it has been closed."""
+        if self.proc is None or self.proc.stdin is None or self.proc.stdout is None:
+            raise WorkerGone("the worker is gone")
+        return self.proc.stdin, self.proc.stdout
 
     def close(self) -> None:
         """Kill the worker and everything it started (its process group; bubblewrap's pid namespace)."""
@@ -142,12 +150,13 @@ class Worker:
             except subprocess.TimeoutExpired:  # a process stuck in the kernel: reaped by the next wait
                 self.statuses.append("review: the worker did not end when killed")
             for pipe in (self.proc.stdin, self.proc.stdout):
-                pipe.close()
+                if pipe is not None:
+                    pipe.close()
             self.proc = None
 
     def _send(self, message: dict) -> None:
         try:
-            _wire.send(self.proc.stdin.fileno(), message, deadline=self.deadline)
+            _wire.send(self._pipes()[0].fileno(), message, deadline=self.deadline)
         except TimeoutError:
             self.close()
             raise TimedOut("time limit exceeded") from None
@@ -157,7 +166,7 @@ class Worker:
     def _receive(self, *, exit_expected: bool = False) -> dict:
         """The worker's next frame, whole, before the part's deadline (the judge's clock)."""
         try:
-            message = _wire.receive(self.proc.stdout.fileno(), deadline=self.deadline, max_bytes=self.max_frame)
+            message = _wire.receive(self._pipes()[1].fileno(), deadline=self.deadline, max_bytes=self.max_frame)
         except TimeoutError:
             self.close()
             raise TimedOut("time limit exceeded") from None
@@ -218,7 +227,8 @@ class Worker:
             if not isinstance(error, dict):
                 self.close()
                 raise WorkerGone("the worker broke the protocol")
-            reference = (_names([error.get("reference")]) or [None])[0]
+            named = _names([error.get("reference")])
+            reference = named[0] if named else None
             if error.get("memory"):
                 self.statuses.append("memory limit exceeded")
             if reference:

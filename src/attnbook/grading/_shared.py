@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import torch
 
@@ -23,6 +24,8 @@ from ._compare import close, require_tensor
 from ._core import build_loaded, run_method, run_student
 from .errors import CheckFailed
 from .steps import require_shape
+
+ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 
 # ------------------------------------------------------------------ optional libraries
 
@@ -54,7 +57,7 @@ def random_padding(g: torch.Generator, B: int, L: int) -> torch.Tensor:
     return (torch.arange(L) < lengths[:, None]).unsqueeze(1)  # (B, 1, L)
 
 
-def randomize(module: torch.nn.Module, seed: int) -> torch.nn.Module:
+def randomize(module: ModuleT, seed: int) -> ModuleT:
     """Give every parameter a seeded random value (LayerNorm gains near 1, small biases)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -85,8 +88,8 @@ MHA_PROBLEM = ("{name} does not match the reference MultiHeadAttention: fix Part
                "attnbook.attention.MultiHeadAttention in the block)")
 
 
-def build_beside(cls: object, reference: torch.nn.Module, sizes: tuple, seed: int, dtype: torch.dtype,
-                 what: str) -> tuple[torch.nn.Module, torch.nn.Module]:
+def build_beside(cls: object, reference: ModuleT, sizes: tuple, seed: int, dtype: torch.dtype,
+                 what: str) -> tuple[torch.nn.Module, ModuleT]:
     """The student's ``cls(*sizes)`` and ``reference`` (randomised by ``seed``), same weights, ``dtype``, eval mode."""
     names = {2: "(d_model, num_heads)", 3: "(d_model, num_heads, d_ff)"}
     ref = randomize(reference, seed).to(dtype).eval()
@@ -107,7 +110,7 @@ def block_case(seed: int, B: int, T: int, S: int | None, d_model: int, nh: int, 
         x = randn_strided((B, T, d_model), g, dtype, axes)
         memory = None if S is None else randn_strided((B, S, d_model), g, dtype, axes)
         m1 = random_padding(g, B, T) if tgt_mask else None
-        m2 = random_padding(g, B, S) if memory_mask else None
+        m2 = random_padding(g, B, S) if memory_mask and S is not None else None
         return seed, (d_model, nh, d_ff), x, memory, m1, m2
 
     return make
@@ -141,6 +144,6 @@ def sublayer_problem(module: torch.nn.Module, checks: Iterable[tuple]) -> str | 
         except CheckFailed:
             continue  # no such submodule, or one that does not run alone: judge the block as a whole
         mine, theirs = (r[0] if isinstance(r, tuple) else r for r in (mine, theirs))
-        if not (type(mine) is torch.Tensor and close(mine, theirs)):
+        if not (type(mine) is torch.Tensor and isinstance(theirs, torch.Tensor) and close(mine, theirs)):
             return message
     return None

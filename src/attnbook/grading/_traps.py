@@ -14,13 +14,14 @@ import importlib
 import sys
 import types
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
 from ._wire import ReferenceCalled  # the worker's stubs raise the same class
 
 
-def _resolve(path: str) -> tuple[object, str]:
+def _resolve(path: str) -> tuple[types.ModuleType, str]:
     """'torch.nn.functional.softmax' -> (torch.nn.functional module, 'softmax')."""
     module_name, attr = path.rsplit(".", 1)
     return importlib.import_module(module_name), attr
@@ -70,7 +71,7 @@ def _student_functions(obj: object) -> list[types.FunctionType]:
 
 
 @contextlib.contextmanager
-def references_trapped(fn: Callable, forbidden: Sequence[str]) -> Iterator[None]:
+def references_trapped(fn: Callable, forbidden: Sequence[str]) -> Iterator[Callable[[Callable], Callable]]:
     """Replace each dotted name in ``forbidden`` by a trap while ``fn`` runs.
 
     A function is replaced in its module, and in every place in the globals
@@ -93,9 +94,9 @@ def references_trapped(fn: Callable, forbidden: Sequence[str]) -> Iterator[None]
     package) is left alone. A compiled class (``tokenizers.Tokenizer``), whose
     methods cannot be replaced, is trapped by name, like a function.
     """
-    restore: list[tuple[object, str, object, bool]] = []  # (holder, key, old value, is mapping)
+    restore: list[tuple[Any, str, object, bool]] = []  # (holder, key, old value, is mapping)
 
-    def swap(holder: object, key: str, new: object, *, mapping: bool) -> None:
+    def swap(holder: Any, key: str, new: object, *, mapping: bool) -> None:
         old = holder[key] if mapping else (vars(holder)[key] if isinstance(holder, type) else getattr(holder, key))
         restore.append((holder, key, old, mapping))
         if mapping:
@@ -109,7 +110,7 @@ def references_trapped(fn: Callable, forbidden: Sequence[str]) -> Iterator[None]
 
         return trap
 
-    traps = {}  # id(original object) -> its trap
+    traps: dict[int, Callable] = {}  # id(original object) -> its trap
     functions = _student_functions(fn)  # found before any swap, so that no trap is mistaken for one
     classes = _student_classes(fn) if isinstance(fn, (type, torch.nn.Module)) else []
     try:
@@ -136,7 +137,8 @@ def references_trapped(fn: Callable, forbidden: Sequence[str]) -> Iterator[None]
             for key, value in list(vars(cls).items()):
                 if id(value) in traps:
                     swap(cls, key, traps[id(value)], mapping=False)
-        scopes, cells = {}, []
+        scopes: dict[int, dict[str, Any]] = {}
+        cells: list[types.CellType] = []
         for function in functions:
             scopes[id(function.__globals__)] = function.__globals__
             cells += function.__closure__ or ()
@@ -152,7 +154,7 @@ def references_trapped(fn: Callable, forbidden: Sequence[str]) -> Iterator[None]
             if id(value) in traps and callable(value):
                 swap(cell, "cell_contents", traps[id(value)], mapping=False)
 
-        def resolve(obj: object) -> object:
+        def resolve(obj: Callable) -> Callable:
             """The trap for ``obj`` if ``obj`` is (or wraps, with functools.partial) a reference, else ``obj``."""
             if isinstance(obj, functools.partial) and id(obj.func) in traps:
                 return traps[id(obj.func)]
@@ -160,8 +162,8 @@ def references_trapped(fn: Callable, forbidden: Sequence[str]) -> Iterator[None]
 
         yield resolve
     finally:
-        for holder, key, old, mapping in reversed(restore):
+        for target, key, old, mapping in reversed(restore):
             if mapping:
-                holder[key] = old
+                target[key] = old
             else:
-                setattr(holder, key, old)
+                setattr(target, key, old)

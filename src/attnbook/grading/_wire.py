@@ -41,7 +41,8 @@ import os
 import select
 import struct
 import time
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, cast
 
 import torch
 
@@ -111,7 +112,7 @@ def _tensor_from_json(spec: list) -> torch.Tensor:
 
 def wire_module(module: torch.nn.Module) -> dict:
     """An attnbook model as ``{"$build": ...}``: its class, its config dataclass and its weights."""
-    cls, config = type(module), module.config
+    cls, config = type(module), cast(Any, module).config  # an attnbook model: a dataclass config
     built_config = {"$build": [f"{type(config).__module__}.{type(config).__qualname__}",
                                encode(dataclasses.asdict(config))]}
     kwargs = {"$dict": [["config", built_config], ["$state", encode(dict(module.state_dict()))],
@@ -165,7 +166,8 @@ def _build(path: str, kwargs: dict) -> object:
     return obj
 
 
-def decode(data: object, *, handles: dict | None = None, remote: object = None, depth: int = 0) -> object:
+def decode(data: object, *, handles: dict | None = None, remote: Callable[..., object] | None = None,
+           depth: int = 0) -> Any:  # like json.loads: whatever the sender sent
     """The inverse of :func:`encode`. The worker passes ``handles``; the judge passes ``remote``,
     which turns ``[id, is_module]`` into its proxy for a worker object. A value nested deeper than
     :data:`MAX_DEPTH` is a :class:`WireError`."""
@@ -173,16 +175,18 @@ def decode(data: object, *, handles: dict | None = None, remote: object = None, 
         return data
     if depth >= MAX_DEPTH:
         raise WireError(f"value nested deeper than {MAX_DEPTH} levels")
-    inner = dict(handles=handles, remote=remote, depth=depth + 1)
+    def inner(value: object) -> object:
+        return decode(value, handles=handles, remote=remote, depth=depth + 1)
+
     if isinstance(data, list):
-        return [decode(v, **inner) for v in data]
+        return [inner(v) for v in data]
     if not isinstance(data, dict) or len(data) != 1:
         raise WireError("malformed value")
     (tag, body), = data.items()
     if tag == "$tuple":
-        return tuple(decode(v, **inner) for v in body)
+        return tuple(inner(v) for v in body)
     if tag == "$dict":
-        return {decode(k, **inner): decode(v, **inner) for k, v in body}
+        return {inner(k): inner(v) for k, v in body}
     if tag == "$tensor":
         return _tensor_from_json(body)
     if tag == "$generator":
@@ -198,7 +202,10 @@ def decode(data: object, *, handles: dict | None = None, remote: object = None, 
         return torch.empty(shape, dtype=_dtype(dtype), device="meta")  # a shape without data
     if tag == "$build" and handles is not None:
         path, kwargs = body
-        return _build(path, decode(kwargs, handles=handles, depth=depth + 1))
+        built = decode(kwargs, handles=handles, depth=depth + 1)
+        if not isinstance(built, dict):
+            raise WireError("malformed $build arguments")
+        return _build(path, built)
     if tag == "$handle" and remote is not None:
         return remote(*body)
     if tag == "$handle" and handles is not None:

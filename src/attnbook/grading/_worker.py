@@ -30,6 +30,7 @@ import signal
 import sys
 import types
 import warnings
+from typing import TYPE_CHECKING
 
 if "ATTNBOOK_GRADING_PROCESSES" in os.environ:  # in the sandbox: its user namespace counts only its processes
     _cap = int(os.environ["ATTNBOOK_GRADING_PROCESSES"])
@@ -37,9 +38,13 @@ if "ATTNBOOK_GRADING_PROCESSES" in os.environ:  # in the sandbox: its user names
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _wire
 import torch
 from IPython.core.interactiveshell import InteractiveShell
+
+if TYPE_CHECKING:  # mypy reads the package's copy; the sandbox imports the one beside this file
+    from attnbook.grading import _wire
+else:
+    import _wire
 
 PROTOCOL_IN, PROTOCOL_OUT = os.dup(0), os.dup(1)
 _null = os.open(os.devnull, os.O_RDWR)
@@ -122,7 +127,7 @@ def _error(err: BaseException) -> dict:
             "not_implemented": isinstance(err, NotImplementedError)}
 
 
-def _gradients(result, args) -> dict:
+def _gradients(result: object, args: list) -> dict:
     """For a scalar result with a graph: its gradient with respect to each argument that requires grad."""
     inputs = {i: a for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad}
     if not (inputs and type(result) is torch.Tensor and result.dim() == 0 and result.grad_fn is not None):
@@ -131,7 +136,7 @@ def _gradients(result, args) -> dict:
     return {str(i): _wire.encode(g) for i, g in zip(inputs, grads, strict=True) if g is not None}
 
 
-def _module_op(obj, op: str, args: list):
+def _module_op(obj: torch.nn.Module, op: str, args: list) -> object:
     if op == "$parameters":
         return [[name, list(p.shape)] for name, p in torch.nn.Module.named_parameters(obj)]
     if op == "$load":

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -58,8 +59,8 @@ class Mistake:
     compute: Callable[..., torch.Tensor]  # the wrong output, from the same arguments as the case
 
 
-def first_match(got: object, variants: Iterable[tuple[str, object]], fallback: str,
-                dtype: torch.dtype | None = None, *, matches: Callable[[object, object], bool] | None = None
+def first_match(got: Any, variants: Iterable[tuple[str, Any]], fallback: str,
+                dtype: torch.dtype | None = None, *, matches: Callable[[Any, Any], bool] | None = None
                 ) -> CheckFailed:
     """The failure for a wrong ``got``: the message of the first variant it matches, else ``fallback``.
 
@@ -103,7 +104,7 @@ def by_kind(**checks: Callable[..., None]) -> Callable[..., Callable[..., None]]
     def check(*functions: Callable) -> Callable[..., None]:
         students = dict(zip(checks, functions, strict=True))
 
-        def check_one(kind: str, *args) -> None:
+        def check_one(kind: str, *args: object) -> None:
             checks[kind](students[kind], *args)
 
         return check_one
@@ -172,7 +173,8 @@ def score_cases(cases: Iterable[Case], check_one: Callable[..., None], points: f
             check_one(*case.make())
         print("The visible check passed." if len(cases) == 1 else f"All {len(cases)} visible checks passed.")
         return None
-    earned, total, failures = 0.0, 0.0, {}
+    earned, total = 0.0, 0.0
+    failures: dict[str, str] = {}  # group -> its first failure
     for case in cases:
         total += case.weight
         try:

@@ -13,16 +13,19 @@ weights; a loss through its ``__wire__``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 
 from attnbook.gpt import GPT, GPTConfig
 from attnbook.transformer import Transformer, TransformerConfig
 
+ModelT = TypeVar("ModelT", bound=torch.nn.Module)
+
 PAD, BOS, EOS = 0, 1, 2  # the ids of greedy_test_model
 
 
-def greedy_test_model(seed: int = 0, eos_bias: float = 1.0, *, vocab: int = 11) -> torch.nn.Module:
+def greedy_test_model(seed: int = 0, eos_bias: float = 1.0, *, vocab: int = 11) -> Transformer:
     """A small random encoder-decoder ``Transformer`` (the ``"tiny"`` preset) to decode with.
 
     Ids: 0 padding, 1 BOS, 2 EOS. Its output layer never predicts padding or
@@ -39,7 +42,7 @@ def greedy_test_model(seed: int = 0, eos_bias: float = 1.0, *, vocab: int = 11) 
     return model.eval()
 
 
-def far_from_uniform(build: Callable[[], torch.nn.Module], seed: int, std: float) -> torch.nn.Module:
+def far_from_uniform(build: Callable[[], ModelT], seed: int, std: float) -> ModelT:
     """``build()`` under ``seed``, its weight matrices redrawn from N(0, std²), in eval mode.
 
     Large weights make the predictions far from uniform, so that a wrong
@@ -55,7 +58,7 @@ def far_from_uniform(build: Callable[[], torch.nn.Module], seed: int, std: float
     return model.eval()
 
 
-def perplexity_test_model(seed: int = 0, *, vocab_size: int = 12, block_size: int = 8) -> torch.nn.Module:
+def perplexity_test_model(seed: int = 0, *, vocab_size: int = 12, block_size: int = 8) -> GPT:
     """A small random GPT whose predictions are far from uniform, in eval mode."""
     cfg = GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=2, n_head=2, n_embd=16)
     return far_from_uniform(lambda: GPT(cfg), seed, 0.6)

@@ -43,13 +43,14 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import _cgroups, earlier, sandbox
 from ._remote import Worker, WorkerGone
 from .engine import Part
 from .errors import CheckFailed
 
-PACKAGE = Path(importlib.import_module("attnbook").__file__).parent
+PACKAGE = Path(importlib.import_module("attnbook").__path__[0])  # the folder of its __init__.py
 # What the worker's attnbook keeps of attnbook.grading: no check, no reference copy.
 _GRADING_KEPT = {"__init__.py", "errors.py", "fixtures.py"}
 
@@ -84,8 +85,10 @@ def parse_test_cell(source: str) -> tuple[TestCall, ...]:
         if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in imported
                 and all(isinstance(a, ast.Name) for a in call.args)
                 and all(k.arg == "points" and isinstance(k.value, ast.Constant) for k in call.keywords)):
-            points = call.keywords[0].value.value if call.keywords else None
-            calls.append(TestCall(imported[call.func.id], tuple(a.id for a in call.args), points))
+            given = call.keywords[0].value if call.keywords else None
+            points: Any = given.value if isinstance(given, ast.Constant) else None  # the number the cell wrote
+            names = tuple(a.id for a in call.args if isinstance(a, ast.Name))  # all are (checked above)
+            calls.append(TestCall(imported[call.func.id], names, points))
             continue
         raise ValueError(f"a test cell may only import checks and call them (line {node.lineno})")
     if not calls or not all(isinstance(c.check, Part) for c in calls):
@@ -115,7 +118,7 @@ def defining_path(path: str) -> str:
     ('attnbook.gpt.sampling.generate', 'attnbook.gpt.sampling.generate')
     """
     module, _, name = path.rpartition(".")
-    obj = getattr(importlib.import_module(module), name, None)
+    obj: Any = getattr(importlib.import_module(module), name, None)
     home = getattr(obj, "__module__", None)
     return f"{home}.{obj.__name__}" if isinstance(home, str) and home.startswith("attnbook.") else path
 
@@ -136,10 +139,10 @@ def _strip(source: str, module: str, names: dict[str, str]) -> str:
             node.body, node.decorator_list = _stub(names[node.name]), []
             found.add(node.name)
         elif isinstance(node, ast.ClassDef) and node.name in names:
-            node.body = [ast.Pass()] + [
-                item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            for item in node.body[1:]:
+            methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            for item in methods:
                 item.body, item.decorator_list = _stub(names[node.name]), []
+            node.body = [ast.Pass(), *methods]
             found.add(node.name)
     if names.keys() - found:
         raise ValueError(f"forbidden names not defined in {module}: {sorted(names.keys() - found)}")
@@ -190,7 +193,8 @@ class Capped(io.TextIOBase):
     """
 
     def __init__(self, limit: int):
-        self.limit, self.kept, self.size, self.dropped = limit, [], 0, 0  # size: characters kept
+        self.kept: list[str] = []
+        self.limit, self.size, self.dropped = limit, 0, 0  # size: characters kept
 
     def writable(self) -> bool:
         return True

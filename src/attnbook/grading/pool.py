@@ -25,6 +25,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 
 @dataclass
@@ -101,4 +102,4 @@ def run_each(fn: Callable[[object], dict], jobs: list, *, workers: int, budget: 
                     os.waitpid(pid, 0)
                     del running[pid]
                     results[index] = Failure(f"the judge ran past its time budget ({budget:g} s) and was killed")
-    return results
+    return cast(list[dict | Failure], results)  # every job has ended: no None is left

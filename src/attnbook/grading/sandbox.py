@@ -143,7 +143,10 @@ def worker_command(workdir: Path, hidden: list[Path], python: str = sys.executab
         return [python, "-I", str(workdir / "_worker.py")], str(workdir)
     files = _bytes(mib=limits()["files_mib"])
     visible = [p for p in _visible() if p.exists()]
-    cmd = [shutil.which("bwrap"), "--dev", "/dev", "--proc", "/proc",
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:  # isolation() found it: it went away since
+        raise RuntimeError("bubblewrap (bwrap) is no longer on PATH")
+    cmd = [bwrap, "--dev", "/dev", "--proc", "/proc",
            "--size", str(files // 4), "--tmpfs", "/dev/shm",
            "--size", str(files - files // 4), "--tmpfs", "/tmp"]  # before the binds: the environment may
     for folder in visible:  # live under /tmp (a fresh clone there)

@@ -20,6 +20,8 @@ sections 2.2 and 4.6 (BERT objective, figure 4).
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -27,7 +29,7 @@ from torch import nn
 from attnbook._checks import token_ids
 from attnbook.attention import fused_attention, scaled_dot_product_attention
 from attnbook.gpt import GPT
-from attnbook.gpt.layers import CausalSelfAttention
+from attnbook.gpt.layers import Block, CausalSelfAttention
 
 from .model import ImageGPTConfig, bits_per_dim
 from .sequence import to_sequence
@@ -89,10 +91,11 @@ class MaskedPixelModel(nn.Module):
         self.config = config
         self.gpt = GPT(config.gpt_config())
         for block in self.gpt.h:  # same weights as the causal layer it replaces, mask dropped
-            causal = block.attn
-            block.attn = BidirectionalSelfAttention(config.n_embd, config.n_head, dropout=config.dropout,
+            layer = cast(Block, block)
+            causal = layer.attn
+            layer.attn = BidirectionalSelfAttention(config.n_embd, config.n_head, dropout=config.dropout,
                                                     bias=config.bias)
-            block.attn.load_state_dict(causal.state_dict())
+            layer.attn.load_state_dict(causal.state_dict())
 
     @property
     def mask_id(self) -> int:

@@ -71,6 +71,8 @@ class MaskedConv2d(nn.Conv2d):
             [0, 0, 0, 0]], dtype=torch.int32)
     """
 
+    mask: torch.Tensor  # the buffer registered below, (1, 1, k, k)
+
     def __init__(self, in_ch: int, out_ch: int, kernel_size: int, mask_type: str = "A", *, bias: bool = True) -> None:
         mask = pixelcnn_mask(kernel_size, mask_type)  # validates before the layer is built
         super().__init__(in_ch, out_ch, kernel_size, padding=kernel_size // 2, bias=bias)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
@@ -50,6 +51,6 @@ class Recipe:
     data: str  # what it was trained on, and what was held out
     make: Callable[[dict], nn.Module]
     train: Callable[[Settings], Trained]
-    evaluate: Callable[[nn.Module, dict, torch.device], dict[str, float]]
+    evaluate: Callable[[Any, dict, torch.device], dict[str, float]]  # takes the model that train built
     tolerance: dict[str, float]
     dtype: str = "float16"  # storage; weights are float32 again once loaded

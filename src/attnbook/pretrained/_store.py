@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -48,7 +49,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _atomic(path: Path, write) -> None:
+def _atomic(path: Path, write: Callable[[Path], object]) -> None:
     """Call ``write(temporary_path)``, then rename it onto ``path``: a reader never sees half a file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     os.close(fd)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import random
+from typing import Any
 
 import torch
 
@@ -49,7 +50,7 @@ SIZES = {"test": 2000, "val": 1000}
 
 
 @functools.lru_cache(maxsize=1)
-def genre_speeches() -> dict[str, object]:
+def genre_speeches() -> dict[str, Any]:
     """The labelled speeches split, and the unlabelled lines that exclude the held-out ones (cached:
     treat the result as read-only).
 

@@ -20,10 +20,11 @@ where the number of claimed boxes equals the number of squares; and
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import torch
 
-from attnbook.data import make_square_scenes
+from attnbook.data import SquareScenes, make_square_scenes
 from attnbook.pretrained._recipe import Recipe, Settings, Trained
 from attnbook.train import fit
 from attnbook.vit import box_cxcywh_to_xyxy, box_iou
@@ -36,14 +37,14 @@ THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # candidates for the claim thr
 _FIELDS = {f.name for f in dataclasses.fields(DETRConfig)}
 
 
-def scenes(part: str):
+def scenes(part: str) -> SquareScenes:
     """``"train"`` (2,000 scenes, seed 0), ``"test"`` (200, seed 1) or ``"validation"`` (200, seed 2)."""
     n, seed = {"train": (2000, 0), "test": (200, 1), "validation": (200, 2)}[part]
     return make_square_scenes(n, seed=seed)
 
 
 def _detr_config(config: dict) -> DETRConfig:
-    fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in config.items() if k in _FIELDS}
+    fields: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in config.items() if k in _FIELDS}
     return DETRConfig(**fields)
 
 
@@ -87,7 +88,7 @@ def _choose_threshold(model: TinyDETR) -> tuple[float, dict[float, float]]:
     return max(THRESHOLDS, key=lambda t: (by[t], -abs(t - 0.5))), by  # ties: the one nearest 0.5
 
 
-def train(settings: Settings, **overrides) -> Trained:
+def train(settings: Settings, **overrides: Any) -> Trained:
     """Train from random weights; ``overrides`` change :data:`TRAINING` (for sweeps)."""
     cfg = {**TRAINING, **overrides}
     steps = 4 if settings.smoke else cfg["steps"]

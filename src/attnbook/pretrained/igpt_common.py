@@ -10,6 +10,8 @@ the 179 test images. The recipe is chapter 5's, run longer than a page may:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -52,19 +54,20 @@ def digits(colour: bool = False) -> dict[str, torch.Tensor]:
         tokens = grey_levels(images, levels=8, max_value=16)  # (1797, 8, 8) ids 0..7
     out = {}
     for part, idx in zip(("train", "val", "test"), split_indices(len(tokens), seed=0), strict=True):
-        idx = torch.tensor(idx)
-        out[part], out[f"{part}_labels"] = tokens[idx], labels[idx]
+        rows = torch.tensor(idx)
+        out[part], out[f"{part}_labels"] = tokens[rows], labels[rows]
     return out
 
 
-def train_early_stopped(model: torch.nn.Module, loss_fn, make_batch, val_score, settings: Settings, *,
+def train_early_stopped(model: torch.nn.Module, loss_fn: Callable[[Any, Any], torch.Tensor],
+                        make_batch: Callable[[], Any], val_score: Callable[[Any], float], settings: Settings, *,
                         steps: int = STEPS, schedule: str = "constant") -> dict:
     """``fit`` for ``steps`` steps (``SMOKE_STEPS`` in a smoke run) at ``LR`` (``schedule``: "constant" or
     "cosine" after a warm-up); load the weights of the lowest ``val_score(model)``; return notes for the
     sidecar (steps, best step, its score)."""
     steps, every = (SMOKE_STEPS, 2) if settings.smoke else (steps, EVAL_EVERY)
     warmup = min(WARMUP, steps // 2) if schedule == "cosine" else 0
-    best = {"val": math.inf, "step": 0}
+    best: dict[str, Any] = {"val": math.inf, "step": 0}  # and "state", the best weights so far
 
     def evaluate(m: torch.nn.Module) -> dict[str, float]:
         score = val_score(m)
@@ -81,7 +84,7 @@ def train_early_stopped(model: torch.nn.Module, loss_fn, make_batch, val_score, 
             "val_curve": [[e["step"], round(e["val"], 4)] for e in history.evals]}
 
 
-def batches(train: torch.Tensor, settings: Settings):
+def batches(train: torch.Tensor, settings: Settings) -> tuple[Callable[[], torch.Tensor], torch.Generator]:
     """A callable giving ``BATCH`` random training images (B, H, W), seeded by ``settings.seed``."""
     seed_everything(settings.seed)
     g = torch.Generator().manual_seed(settings.seed)

@@ -22,6 +22,8 @@ patches (:func:`attnbook.vit.class_token_share`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
@@ -60,7 +62,9 @@ def make(config: dict) -> ViT:
 
 def _groups(model: ViT, weight_decay: float, pos_weight_decay: float) -> list[dict]:
     """AdamW groups: matrices decayed, the positions decayed by their own rate, the rest not."""
-    decay, pos, rest = [], [], []
+    decay: list[torch.nn.Parameter] = []
+    pos: list[torch.nn.Parameter] = []
+    rest: list[torch.nn.Parameter] = []
     for name, p in model.named_parameters():
         (pos if name == "pos_embed" else rest if p.dim() < 2 or name in ("cls_token", "reg_token")
          else decay).append(p)
@@ -90,7 +94,7 @@ def grid_metrics(model: ViT, test: tuple[torch.Tensor, torch.Tensor]) -> dict[st
             "last_layer_ink_ratio": last / ink_share}
 
 
-def train(settings: Settings, **overrides) -> Trained:
+def train(settings: Settings, **overrides: Any) -> Trained:
     """Train from random weights; ``overrides`` change :data:`TRAINING` or :data:`MODEL` (for sweeps)."""
     cfg = {**TRAINING, **{k: v for k, v in overrides.items() if k in TRAINING}}
     config = {**MODEL, **{k: v for k, v in overrides.items() if k in MODEL}}

@@ -81,8 +81,10 @@ def _as_int_list(ids: object) -> list[int]:
         ids = ids.tolist()
     if isinstance(ids, int):
         raise TypeError("ids must be a sequence of ints, got a single int")
-    ids = list(ids)  # type: ignore[call-overload]
-    for i in ids:
+    if not isinstance(ids, Iterable):
+        raise TypeError(f"ids must be a sequence of ints, got {type(ids).__name__}")
+    values = list(ids)
+    for i in values:
         if not isinstance(i, int) or isinstance(i, bool):
             raise TypeError(f"ids must be ints, got {type(i).__name__} ({i!r})")
-    return ids
+    return values

@@ -63,7 +63,7 @@ N_BYTES = 256  # the base vocabulary: one token per byte value
 def _check_train_args(text: object, vocab_size: object) -> None:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    an_int("vocab_size", vocab_size)
+    vocab_size = an_int("vocab_size", vocab_size)
     if vocab_size < N_BYTES:
         raise ValueError(f"vocab_size must be at least {N_BYTES} (one token per byte), got {vocab_size}")
 

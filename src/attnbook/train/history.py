@@ -91,7 +91,8 @@ class Snapshot(NamedTuple):
     """One copy of the weights kept by :class:`Snapshots`."""
 
     seconds: float  # clock seconds from the Snapshots' creation to this copy
-    index: int  # the eval_fn call that took it: its step is history.evals[index]["step"]
+    # the eval_fn call that took it: its step is history.evals[index]["step"]
+    index: int  # type: ignore[assignment]  # a public field; it hides tuple.index, which nobody calls
     state: dict[str, torch.Tensor]  # a deep copy of model.state_dict()
 
 

@@ -7,7 +7,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import torch
 from tqdm.auto import tqdm
@@ -20,6 +20,8 @@ from .history import History
 from .schedule import _SCHEDULES, _time_factor, lr_factor
 
 __all__ = ["fit"]
+
+ModelT = TypeVar("ModelT", bound=torch.nn.Module)  # loss_fn and eval_fn take the model fit was given
 
 
 def _check_loss(loss: Any, step: int) -> float:
@@ -46,8 +48,8 @@ def _check_loss(loss: Any, step: int) -> float:
 
 
 def fit(
-    model: torch.nn.Module,
-    loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
+    model: ModelT,
+    loss_fn: Callable[[ModelT, Any], torch.Tensor],
     train_batches: Iterable[Any] | Callable[[], Any],
     *,
     steps: int | None,
@@ -58,7 +60,7 @@ def fit(
     warmup_seconds: float = 0.0,
     grad_clip: float | None = 1.0,
     optimizer: torch.optim.Optimizer | None = None,
-    eval_fn: Callable[[torch.nn.Module], Mapping[str, float]] | None = None,
+    eval_fn: Callable[[ModelT], Mapping[str, float]] | None = None,
     eval_every: int | None = None,
     max_seconds: float | None = None,
     device: torch.device | str | None = None,
@@ -142,7 +144,7 @@ def fit(
         raise ValueError("warmup_steps needs steps; a run bounded by max_seconds alone warms up over warmup_seconds")
     if isinstance(warmup_seconds, bool) or not isinstance(warmup_seconds, (int, float)) or warmup_seconds < 0:
         raise ValueError(f"warmup_seconds must be a number >= 0, got {warmup_seconds!r}")
-    if warmup_seconds and (steps is not None or warmup_seconds >= max_seconds):
+    if warmup_seconds and (steps is not None or max_seconds is None or warmup_seconds >= max_seconds):
         raise ValueError(
             f"warmup_seconds needs steps=None and must be less than max_seconds, got warmup_seconds="
             f"{warmup_seconds!r} with steps={steps!r}, max_seconds={max_seconds!r}"
@@ -187,6 +189,7 @@ def fit(
             if steps is not None:
                 factor = lr_factor(step - 1, steps=steps, warmup_steps=warmup_steps, schedule=schedule)
             else:
+                assert max_seconds is not None  # checked above: steps=None needs max_seconds
                 factor = _time_factor(clock() - start, max_seconds, warmup_seconds, schedule)
             for group, base_lr in zip(optimizer.param_groups, base_lrs, strict=True):
                 group["lr"] = base_lr * factor
@@ -230,7 +233,7 @@ def fit(
 
 
 def _evaluate_once(
-    model: torch.nn.Module, eval_fn: Callable[[torch.nn.Module], Mapping[str, float]], step: int
+    model: ModelT, eval_fn: Callable[[ModelT], Mapping[str, float]], step: int
 ) -> dict[str, float]:
     model.eval()
     with torch.no_grad():

@@ -88,7 +88,8 @@ def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, object
     >>> [(g["weight_decay"], [tuple(p.shape) for p in g["params"]]) for g in groups]
     [(0.05, [(2, 3)]), (0.0, [(2,), (2,), (2,)])]
     """
-    decay, rest = [], []
+    decay: list[nn.Parameter] = []
+    rest: list[nn.Parameter] = []
     for name, p in model.named_parameters():
         if p.requires_grad:
             keep = p.dim() < 2 or name.split(".")[-1] in _NO_DECAY

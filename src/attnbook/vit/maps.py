@@ -17,8 +17,11 @@ Reference: Abnar & Zuidema, *Quantifying Attention Flow in Transformers*
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
+from attnbook.transformer import EncoderBlock
 from attnbook.vit.model import ViT
 
 __all__ = ["attention_maps", "attention_rollout", "class_token_share", "position_similarity",
@@ -43,8 +46,9 @@ def attention_maps(model: ViT, images: torch.Tensor) -> list[torch.Tensor]:
     if not isinstance(model, ViT):
         raise TypeError(f"model must be an attnbook.vit.ViT, got {type(model).__name__}")
     model.forward_features(images, need_weights=True)
-    maps = [block.attn_weights for block in model.blocks]
-    for block in model.blocks:
+    blocks = [cast(EncoderBlock, block) for block in model.blocks]
+    maps = [cast(torch.Tensor, block.attn_weights) for block in blocks]  # need_weights=True kept them
+    for block in blocks:
         block.attn_weights = None  # do not keep (B, nh, T, T) tensors alive in the model
     return maps
 
@@ -84,6 +88,7 @@ def attention_rollout(
             fused = fused + eye
         fused = fused / fused.sum(dim=-1, keepdim=True)  # rows sum to 1 again
         rollout = fused if rollout is None else fused @ rollout  # (B, T, T): later layers on the left
+    assert rollout is not None  # maps is not empty (checked above)
     return rollout
 
 

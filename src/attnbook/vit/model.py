@@ -162,7 +162,7 @@ class ViT(nn.Module):
     def embed(self, images: torch.Tensor) -> torch.Tensor:
         """Patch tokens, the class token (and any registers) prepended, positions added: (B, 1 + R + N, D)."""
         x = self.patch_embed(images)  # (B, N, D)
-        prefix = [self.cls_token] + ([self.reg_token] if self.reg_token is not None else [])
+        prefix: list[torch.Tensor] = [self.cls_token, *([self.reg_token] if self.reg_token is not None else [])]
         prefix = [t.expand(x.shape[0], -1, -1) for t in prefix]  # (B, 1, D) and (B, R, D)
         x = torch.cat([*prefix, x], dim=1)  # (B, 1 + R + N, D): the class token comes first
         return self.pos_drop(x + self.pos_embed)  # every token, the class token too, gets a position

@@ -138,6 +138,7 @@ class PatchEmbedding(nn.Module):
         with torch.no_grad():
             w = self.proj.weight.view(D, P, P, C)  # (D, P*P*C) -> (D, P, P, C)
             conv.weight.copy_(w.permute(0, 3, 1, 2))  # (D, C, P, P)
+            assert conv.bias is not None  # nn.Conv2d makes one by default
             conv.bias.copy_(self.proj.bias)
         return conv
 

@@ -10,6 +10,7 @@ probability, are the same picture.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import ipywidgets as widgets
 import torch
@@ -82,7 +83,7 @@ def masking_legend(ax: Axes) -> None:
               frameon=False)
 
 
-def masking_explorer(tokenizer: object, text: str, *, special_ids: Sequence[int] = (0, 1, 2, 3, 4),
+def masking_explorer(tokenizer: Any, text: str, *, special_ids: Sequence[int] = (0, 1, 2, 3, 4),
                      cls_id: int = 2, sep_id: int = 3, mask_id: int = 4, seed: int = 0,
                      mlm_probability: float = 0.15) -> widgets.VBox:
     """Type a sentence and re-sample its masking: a seed box, a masking-probability slider.
@@ -106,8 +107,8 @@ def masking_explorer(tokenizer: object, text: str, *, special_ids: Sequence[int]
         raise TypeError(f"tokenizer must have encode(), decode() and vocab_size, got {type(tokenizer).__name__}")
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    vocab_size = int(tokenizer.vocab_size)  # type: ignore[attr-defined]
-    names = [tokenizer.decode([i]) for i in range(vocab_size)]  # type: ignore[attr-defined]
+    vocab_size = int(tokenizer.vocab_size)
+    names = [tokenizer.decode([i]) for i in range(vocab_size)]
     text_box = widgets.Text(value=text, description="sentence", continuous_update=False,
                             layout=widgets.Layout(width="50em"))
     seed_box = widgets.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed",
@@ -118,7 +119,7 @@ def masking_explorer(tokenizer: object, text: str, *, special_ids: Sequence[int]
     image = widgets.Image(format="png")
 
     def draw(_: object = None) -> None:
-        ids = torch.tensor([[cls_id, *tokenizer.encode(text_box.value), sep_id]])  # type: ignore[attr-defined]
+        ids = torch.tensor([[cls_id, *tokenizer.encode(text_box.value), sep_id]])
         gen = torch.Generator().manual_seed(int(seed_box.value))
         inputs, labels = mask_tokens(ids, list(special_ids), vocab_size, generator=gen,
                                      mlm_probability=float(probability.value), mask_id=mask_id)  # (1, T)
@@ -138,7 +139,7 @@ def masking_explorer(tokenizer: object, text: str, *, special_ids: Sequence[int]
         control.observe(draw, names="value")
     draw()
     box = widgets.VBox([text_box, widgets.HBox([seed_box, probability]), status, image])
-    box.controls = {"text": text_box, "seed": seed_box, "probability": probability}  # type: ignore[attr-defined]
-    box.image = image  # type: ignore[attr-defined]
-    box.status = status  # type: ignore[attr-defined]
+    box.controls = {"text": text_box, "seed": seed_box, "probability": probability}
+    box.image = image
+    box.status = status
     return box

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
@@ -15,7 +17,7 @@ __all__ = ["sampling_explorer"]
 
 def sampling_explorer(
     model: torch.nn.Module,
-    tokenizer: object,
+    tokenizer: Any,
     prompt: str = "\n",
     *,
     max_new_tokens: int = 120,
@@ -74,10 +76,10 @@ def sampling_explorer(
     image = widgets.Image(format="png")
     output = widgets.Textarea(value="", description="sample", disabled=True,
                               layout=widgets.Layout(width="60em", height="10em"))
-    state: dict[str, object] = {}
+    state: dict[str, Any] = {}
 
     def label(i: int) -> str:
-        text = tokenizer.decode([i])  # type: ignore[attr-defined]
+        text = tokenizer.decode([i])
         text = text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
         text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
         return text.replace("$", r"\$")
@@ -85,7 +87,7 @@ def sampling_explorer(
     def read_prompt(_: object = None) -> None:
         state.clear()
         try:
-            ids = list(tokenizer.encode(prompt_box.value))  # type: ignore[attr-defined]
+            ids = list(tokenizer.encode(prompt_box.value))
         except (ValueError, KeyError) as err:  # e.g. a character the tokenizer has never seen
             status.value = f"cannot encode the prompt: {err}"
             return
@@ -133,18 +135,18 @@ def sampling_explorer(
         entropy = lambda q: float(-(q[q > 0] * q[q > 0].log()).sum())  # noqa: E731
         status.value = (f"{state['n_prompt']} prompt tokens; entropy {entropy(before):.2f} nats before, "
                         f"{entropy(after):.2f} after; {kept} of {V} tokens can be drawn")
-        gen = torch.Generator(device=state["ids"].device).manual_seed(int(seed_box.value))  # type: ignore[union-attr]
-        ids = generate(model, state["ids"], max_new_tokens, temperature=t, top_k=k, top_p=p,  # type: ignore[arg-type]
+        gen = torch.Generator(device=state["ids"].device).manual_seed(int(seed_box.value))
+        ids = generate(model, state["ids"], max_new_tokens, temperature=t, top_k=k, top_p=p,
                        generator=gen)  # (1, T + max_new_tokens)
-        output.value = tokenizer.decode(ids[0, state["n_prompt"]:].tolist())  # type: ignore[attr-defined]
+        output.value = tokenizer.decode(ids[0, state["n_prompt"]:].tolist())
 
     prompt_box.observe(read_prompt, names="value")
     for control in (temperature, top_k, top_p, seed_box):
         control.observe(draw, names="value")
     read_prompt()
     box = widgets.VBox([prompt_box, widgets.HBox([temperature, top_k, top_p, seed_box]), status, image, output])
-    box.controls = {"prompt": prompt_box, "temperature": temperature, "top_k": top_k,  # type: ignore[attr-defined]
+    box.controls = {"prompt": prompt_box, "temperature": temperature, "top_k": top_k,
                     "top_p": top_p, "seed": seed_box}
-    box.image = image  # type: ignore[attr-defined]
-    box.output = output  # type: ignore[attr-defined]
+    box.image = image
+    box.output = output
     return box

@@ -90,7 +90,7 @@ def completion_explorer(
         gen = torch.Generator(device=device).manual_seed(int(seed_box.value))
         batch = original.expand(n_samples, H, W)  # (n_samples, H, W): one canvas per draw
         done = complete(model, batch, kept, temperature.value, gen).cpu()  # (n_samples, H, W)
-        box.completions = done  # type: ignore[attr-defined]
+        box.completions = done
         bits = evaluate_bits_per_dim(model, original)
         same = (done[:, kept:] == original[:, kept:]).float().mean().item() if kept < H else 1.0
         label = f"label {int(labels[pick.value])}, " if labels is not None else ""
@@ -111,7 +111,7 @@ def completion_explorer(
     for control in (pick, rows, temperature, seed_box):
         control.observe(draw, names="value")
     draw()
-    box.controls = {"image": pick, "rows_kept": rows, "temperature": temperature,  # type: ignore[attr-defined]
+    box.controls = {"image": pick, "rows_kept": rows, "temperature": temperature,
                     "seed": seed_box}
-    box.image = image  # type: ignore[attr-defined]
+    box.image = image
     return box

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
@@ -11,14 +13,17 @@ from attnbook.rnn import greedy_decode as rnn_greedy_decode
 
 from ._common import _png, _show_char
 
+if TYPE_CHECKING:
+    from attnbook.data import CharVocab
+
 __all__ = ["alignment_explorer"]
 
 
 def alignment_explorer(
     model: Seq2Seq,
     text: str,
-    src_vocab: object,
-    tgt_vocab: object,
+    src_vocab: CharVocab,
+    tgt_vocab: CharVocab,
     *,
     max_len: int = 80,
 ) -> widgets.VBox:
@@ -54,7 +59,7 @@ def alignment_explorer(
     step = widgets.IntSlider(value=0, min=0, max=0, description="step t", continuous_update=True)
     status = widgets.Label()
     image = widgets.Image(format="png")
-    state: dict[str, object] = {}
+    state: dict[str, Any] = {}
 
     def translate(_: object = None) -> None:
         source = text_box.value.strip()
@@ -65,6 +70,7 @@ def alignment_explorer(
         device = next(model.parameters()).device
         src = src_vocab.encode_batch([source], device=device)  # (1, S)
         tokens, weights = rnn_greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len)
+        assert weights is not None  # the model has attention (checked above)
         ids = tokens[0].tolist()
         L = ids.index(tgt_vocab.eos_id) + 1 if tgt_vocab.eos_id in ids else len(ids)  # up to and with <eos>
         written = ["<eos>" if i == tgt_vocab.eos_id else _show_char(tgt_vocab.itos[i]) for i in ids[:L]]
@@ -79,7 +85,7 @@ def alignment_explorer(
     def draw(_: object = None) -> None:
         if not state:
             return
-        S, T = len(state["source"]), len(state["written"])  # type: ignore[arg-type]
+        S, T = len(state["source"]), len(state["written"])
         fig = Figure(figsize=(min(3.0 + 0.22 * S, 13), min(3.8 + 0.2 * T, 10)), layout="constrained")
         alignment_step(state["weights"], state["source"], state["written"], step.value, fig=fig)
         image.value = _png(fig)
@@ -88,6 +94,6 @@ def alignment_explorer(
     step.observe(draw, names="value")
     translate()
     box = widgets.VBox([text_box, step, status, image])
-    box.controls = {"text": text_box, "step": step}  # type: ignore[attr-defined]
-    box.image = image  # type: ignore[attr-defined]
+    box.controls = {"text": text_box, "step": step}
+    box.image = image
     return box

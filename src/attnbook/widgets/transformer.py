@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import torch
@@ -10,9 +11,12 @@ from matplotlib.figure import Figure
 
 from attnbook.plots import attention_heatmap, positional_encoding_plot
 from attnbook.positional import sinusoidal_positions
-from attnbook.transformer import greedy_decode
+from attnbook.transformer import Transformer, greedy_decode
 
 from ._common import _png, _show_char
+
+if TYPE_CHECKING:
+    from attnbook.data import CharVocab
 
 __all__ = ["attention_explorer", "positional_encoding_explorer", "translation_attention"]
 
@@ -25,10 +29,10 @@ _KINDS = {
 
 
 def translation_attention(
-    model: torch.nn.Module,
+    model: Transformer,
     text: str,
-    src_vocab: object,
-    tgt_vocab: object,
+    src_vocab: CharVocab,
+    tgt_vocab: CharVocab,
     *,
     max_len: int = 32,
 ) -> dict[str, object]:
@@ -54,10 +58,10 @@ def translation_attention(
     """
     if not isinstance(text, str) or not text:
         raise ValueError(f"text must be a non-empty str, got {text!r}")
-    for name in ("src_vocab", "tgt_vocab"):
-        vocab = src_vocab if name == "src_vocab" else tgt_vocab
+    for arg in ("src_vocab", "tgt_vocab"):
+        vocab = src_vocab if arg == "src_vocab" else tgt_vocab
         if not all(hasattr(vocab, a) for a in ("encode_batch", "itos", "bos_id", "eos_id")):
-            raise TypeError(f"{name} must be a CharVocab, got {type(vocab).__name__}")
+            raise TypeError(f"{arg} must be a CharVocab, got {type(vocab).__name__}")
     device = next(model.parameters()).device
     src = src_vocab.encode_batch([text], device=device)  # (1, S)
     out = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len)  # (1, L)
@@ -72,7 +76,7 @@ def translation_attention(
             model(src, tgt_in, need_weights=True)
     finally:
         model.train(was_training)
-    weights = {k: [w.cpu() for w in ws] for k, ws in model.attention_weights().items()}
+    weights = {k: [None if w is None else w.cpu() for w in ws] for k, ws in model.attention_weights().items()}
 
     def name(i: int) -> str:
         return "<eos>" if i == tgt_vocab.eos_id else _show_char(tgt_vocab.itos[i])
@@ -87,10 +91,10 @@ def translation_attention(
 
 
 def attention_explorer(
-    model: torch.nn.Module,
+    model: Transformer,
     text: str,
-    src_vocab: object,
-    tgt_vocab: object,
+    src_vocab: CharVocab,
+    tgt_vocab: CharVocab,
     *,
     max_len: int = 32,
 ) -> widgets.VBox:
@@ -115,7 +119,7 @@ def attention_explorer(
                             description="head")
     status = widgets.Label()
     image = widgets.Image(format="png")
-    state: dict[str, object] = {}
+    state: dict[str, Any] = {}
 
     def translate(_: object = None) -> None:
         source = text_box.value.strip()
@@ -133,7 +137,7 @@ def attention_explorer(
         layer.max = n_layers - 1  # clamps layer.value, which calls draw again: harmless
         if not state:
             return
-        w = state["weights"][which][layer.value][0]  # type: ignore[index]  # (nh, T, S)
+        w = state["weights"][which][layer.value][0]  # (nh, T, S)
         w = w.mean(0) if head.value == "mean of heads" else w[head.index]  # (T, S)
         rows, cols = {
             "encoder": (state["source"], state["source"]),
@@ -154,8 +158,8 @@ def attention_explorer(
         control.observe(draw, names="value")
     translate()
     box = widgets.VBox([text_box, widgets.HBox([kind, layer, head]), status, image])
-    box.controls = {"text": text_box, "kind": kind, "layer": layer, "head": head}  # type: ignore[attr-defined]
-    box.image = image  # type: ignore[attr-defined]
+    box.controls = {"text": text_box, "kind": kind, "layer": layer, "head": head}
+    box.image = image
     return box
 
 
@@ -206,6 +210,6 @@ def positional_encoding_explorer(max_len: int = 64, d_model: int = 32) -> widget
         control.observe(draw, names="value")
     draw()
     box = widgets.VBox([widgets.HBox([width, position, dimension]), status, image])
-    box.controls = {"d_model": width, "position": position, "dimension": dimension}  # type: ignore[attr-defined]
-    box.image = image  # type: ignore[attr-defined]
+    box.controls = {"d_model": width, "position": position, "dimension": dimension}
+    box.image = image
     return box

@@ -85,7 +85,7 @@ def vit_attention_explorer(model: ViT, images: torch.Tensor, labels: torch.Tenso
     pixels = images.detach().cpu().float()
     pixels = (pixels - pixels.amin(dim=(1, 2, 3), keepdim=True)) / (
         pixels.amax(dim=(1, 2, 3), keepdim=True) - pixels.amin(dim=(1, 2, 3), keepdim=True) + 1e-8)  # 0..1 per image
-    pixels = pixels.permute(0, 2, 3, 1).numpy()  # (B, H, W, C)
+    channels_last = pixels.permute(0, 2, 3, 1).numpy()  # (B, H, W, C)
 
     image_box = widgets.IntSlider(value=0, min=0, max=len(images) - 1, description="image", continuous_update=False)
     layer_box = widgets.IntSlider(value=cfg.depth - 1, min=0, max=cfg.depth - 1, description="layer",
@@ -99,7 +99,7 @@ def vit_attention_explorer(model: ViT, images: torch.Tensor, labels: torch.Tenso
         b, layer, head = image_box.value, layer_box.value, head_box.value
         maps = layers[layer][b]  # (nh, g, g)
         grid = maps.mean(0) if head == -1 else maps[head]  # (g, g)
-        picture = pixels[b][..., 0] if cfg.in_chans == 1 else pixels[b]
+        picture = channels_last[b][..., 0] if cfg.in_chans == 1 else channels_last[b]
         name = f"layer {layer}, " + ("mean of heads" if head == -1 else f"head {head}")
         image.value = _draw(picture, grid.numpy(), rollout[b].numpy(), name)
         truth = "" if labels is None else f", label {int(labels[b])}"

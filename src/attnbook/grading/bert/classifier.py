@@ -33,7 +33,8 @@ class Reference(nn.Module):
         return self.classifier(torch.tanh(self.pooler(h[:, 0])))  # BERT's pooler reads [CLS]
 
 
-def _case(seed: int, B: int, T: int, C: int, n: int, dtype=torch.float32, strided=False):
+def _case(seed: int, B: int, T: int, C: int, n: int, dtype: torch.dtype = torch.float32,
+          strided: bool = False) -> Callable[[], tuple]:
     def make():
         g = torch.Generator().manual_seed(seed)
         h = torch.randn(T, B, C, generator=g, dtype=dtype).transpose(0, 1) if strided else \
@@ -43,7 +44,7 @@ def _case(seed: int, B: int, T: int, C: int, n: int, dtype=torch.float32, stride
     return make
 
 
-def _variants(ref: Reference, h: torch.Tensor):
+def _variants(ref: Reference, h: torch.Tensor) -> list[tuple[str, Callable[[], torch.Tensor]]]:
     pool, cls = ref.pooler, ref.classifier
     return [
         ("the pooler reads the mean of the tokens: BERT's pooler reads the [CLS] vector, hidden_states[:, 0]",

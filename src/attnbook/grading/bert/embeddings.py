@@ -11,6 +11,7 @@ after copying the same random weights in.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -22,11 +23,12 @@ from ..steps import require_int_list, require_shape
 from ._common import BERT, small_config
 
 
-def _input(a: list[int], b: list[int] | None, cls_id: int = 2, sep_id: int = 3):
+def _input(a: list[int], b: list[int] | None, cls_id: int = 2, sep_id: int = 3) -> Callable[[], tuple]:
     return lambda: ("input", list(a), None if b is None else list(b), cls_id, sep_id)
 
 
-def _embed(seed: int, B: int, T: int, V: int, C: int, P: int, S: int = 2, dtype=torch.float32, strided=False):
+def _embed(seed: int, B: int, T: int, V: int, C: int, P: int, S: int = 2, dtype: torch.dtype = torch.float32,
+           strided: bool = False) -> Callable[[], tuple]:
     def make():
         g = torch.Generator().manual_seed(seed)
         if strided:  # (B, T) views of (T, B) tensors
@@ -40,7 +42,7 @@ def _embed(seed: int, B: int, T: int, V: int, C: int, P: int, S: int = 2, dtype=
     return make
 
 
-def _reference(sizes: tuple, seed: int, dtype: torch.dtype):
+def _reference(sizes: tuple, seed: int, dtype: torch.dtype) -> Any:  # the private copy's BertEmbeddings
     V, C, P, S = sizes
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -52,7 +54,7 @@ def _reference(sizes: tuple, seed: int, dtype: torch.dtype):
     return ref.to(dtype).eval()
 
 
-def _check_input(fn: Callable, a, b, cls_id, sep_id) -> None:
+def _check_input(fn: Callable, a: list[int], b: list[int] | None, cls_id: int, sep_id: int) -> None:
     ids, segments = (require_int_list(x, what) for x, what in zip(
         require_pair_lists(run_student(fn, list(a), None if b is None else list(b), cls_id, sep_id,
                                        what="bert_input")), ("the ids", "the segment ids"), strict=True))
@@ -81,7 +83,7 @@ def require_pair_lists(result: object) -> tuple:
     return result
 
 
-def _variants(ref, ids: torch.Tensor, seg: torch.Tensor):
+def _variants(ref: Any, ids: torch.Tensor, seg: torch.Tensor) -> list[tuple[str, Callable[[], torch.Tensor]]]:
     T = ids.shape[1]
     word, pos, typ = ref.word_embeddings(ids), ref.position_embeddings.weight, ref.token_type_embeddings(seg)
     ln = ref.LayerNorm
@@ -101,7 +103,8 @@ def _variants(ref, ids: torch.Tensor, seg: torch.Tensor):
     return out
 
 
-def _check_embed(cls: Callable, seed, sizes, ids, seg, dtype) -> None:
+def _check_embed(cls: Callable, seed: int, sizes: tuple, ids: torch.Tensor, seg: torch.Tensor,
+                 dtype: torch.dtype) -> None:
     ref = _reference(sizes, seed, dtype)
     module = build_loaded(cls, sizes, ref, dtype, "BertEmbeddings",
                           "(vocab_size, hidden_size, max_position_embeddings, type_vocab_size)")

@@ -22,7 +22,7 @@ from ..errors import CheckFailed
 from ._common import BERT, small_config
 
 
-def _case(cls_name: str, layers: int, k: int):
+def _case(cls_name: str, layers: int, k: int) -> Callable[[], tuple]:
     def make():
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(layers * 10 + k)

@@ -17,7 +17,8 @@ from ..steps import check_loss
 from ._common import BERT, IGNORE
 
 
-def _case(seed: int, B: int, T: int, V: int, dtype=torch.float32, *, rate: float = 0.3, strided=False, grad=False):
+def _case(seed: int, B: int, T: int, V: int, dtype: torch.dtype = torch.float32, *, rate: float = 0.3,
+          strided: bool = False, grad: bool = False) -> Callable[[], tuple]:
     def make():
         g = torch.Generator().manual_seed(seed)
         if strided:
@@ -35,7 +36,7 @@ def _case(seed: int, B: int, T: int, V: int, dtype=torch.float32, *, rate: float
     return make
 
 
-def _variants(logits: torch.Tensor, labels: torch.Tensor):
+def _variants(logits: torch.Tensor, labels: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     V = logits.shape[-1]
     x, y = logits.detach().double().reshape(-1, V), labels.reshape(-1)
     chosen = y != IGNORE

@@ -30,7 +30,7 @@ Z = 6.0
 
 
 def _case(seed: int, B: int, T: int, vocab: int, special: tuple[int, ...], mask_id: int, p: float = 0.15,
-          mode: str = ""):
+          mode: str = "") -> Callable[[], tuple]:
     """(B, T) ids: [CLS] at 0, [SEP] in the middle and at the end, padding after a random length."""
 
     def make():
@@ -53,7 +53,8 @@ def _within(count: float, n: float, p: float) -> bool:
     return abs(count - n * p) <= Z * (n * p * (1 - p)) ** 0.5 + 2
 
 
-def _call(fn: Callable, ids, special, vocab, mask_id, p, seed):
+def _call(fn: Callable, ids: torch.Tensor, special: list[int], vocab: int, mask_id: int, p: float, seed: int
+          ) -> tuple[torch.Tensor, torch.Tensor]:
     before = snapshot(ids)
     result = run_student(fn, ids, list(special), vocab, torch.Generator().manual_seed(seed), p, mask_id=mask_id,
                          what="mask_tokens")
@@ -66,7 +67,7 @@ def _call(fn: Callable, ids, special, vocab, mask_id, p, seed):
     return inputs.long(), labels.long()
 
 
-def _check_rules(ids, special, inputs, labels) -> torch.Tensor:
+def _check_rules(ids: torch.Tensor, special: list[int], inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """The exact rules; returns the chosen positions (B, T)."""
     is_special = torch.isin(ids, torch.tensor(special))
     chosen = labels != IGNORE
@@ -93,7 +94,9 @@ def _check_rules(ids, special, inputs, labels) -> torch.Tensor:
     return chosen
 
 
-def _check_proportions(ids, special, vocab, mask_id, p, inputs, chosen) -> None:
+def _check_proportions(ids: torch.Tensor, special: list[int], vocab: int, mask_id: int, p: float,
+                       inputs: torch.Tensor, chosen: torch.Tensor
+                       ) -> None:
     n_ordinary = int((~torch.isin(ids, torch.tensor(special))).sum())
     n_chosen = int(chosen.sum())
     if not _within(n_chosen, n_ordinary, p):

@@ -27,7 +27,7 @@ Z = 6.0
 WORDS = ("to be", "or not", "that is", "the question", "whether", "tis nobler")
 
 
-def _case(n: int, seed: int, mode: str = ""):
+def _case(n: int, seed: int, mode: str = "") -> Callable[[], tuple]:
     return lambda: ([f"line {i}: {WORDS[i % len(WORDS)]}" for i in range(n)], seed, mode)
 
 

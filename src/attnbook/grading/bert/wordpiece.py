@@ -13,7 +13,7 @@ piece only, or a search that backtracks give other pieces.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from .._core import run_student
 from .._shared import available
@@ -25,7 +25,8 @@ BASE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "una", "##ff", "##a"
         "play", "p", "##l", "##ay", "##ing", "##in", "##g", "pl", "##s", "s", "##i", "##n"]
 
 
-def _case(words: list[str], extra: tuple[str, ...] = (), unk: str = "[UNK]", drop: tuple[str, ...] = ()):
+def _case(words: list[str], extra: tuple[str, ...] = (), unk: str = "[UNK]", drop: tuple[str,
+          ...] = ()) -> Callable[[], tuple]:
     def make():
         tokens = [t for t in BASE if t not in drop] + list(extra)
         if unk not in tokens:
@@ -35,7 +36,8 @@ def _case(words: list[str], extra: tuple[str, ...] = (), unk: str = "[UNK]", dro
     return make
 
 
-def _greedy(word: str, vocab, unk: str, *, longest=True, hashes=True, whole_word_unk=True) -> list[str]:
+def _greedy(word: str, vocab: Collection[str], unk: str, *, longest: bool = True, hashes: bool = True,
+            whole_word_unk: bool = True) -> list[str]:
     """WordPiece with one of its rules switched off: each ``False`` is a mistake students make.
 
     ``longest=False`` takes the shortest match; ``hashes=False`` looks continuations up (and returns

@@ -19,25 +19,27 @@ def _merges(text: str, vocab_size: int) -> dict[Pair, int]:
     return TOK.training.train_bpe_reference(text, vocab_size)
 
 
-def _vocab(merges) -> dict[int, bytes]:
+def _vocab(merges: dict[Pair, int]) -> dict[int, bytes]:
     vocab = {i: bytes([i]) for i in range(N_BYTES)}
     for (a, b), idx in merges.items():
         vocab[idx] = vocab[a] + vocab[b]
     return vocab
 
 
-def _encode_variant(text: str, merges, how: str) -> list[int] | None:
+def _encode_variant(text: str, merges: dict[Pair, int], how: str) -> list[int] | None:
     """Encoding as students get it wrong."""
     ids = [ord(c) for c in text] if how == "ord" else list(text.encode("utf-8"))
     if how == "ord":
         return TOK.bpe.encode_chunk(ids, merges)
     if how in ("reversed", "by_pair", "text", "padded"):  # one pass over the merges in some order
-        order = {"reversed": list(merges)[::-1], "by_pair": sorted(merges)}.get(how, sorted(merges, key=merges.get))
+        by_rank = sorted(merges, key=merges.__getitem__)  # the order they were learned in
+        order = {"reversed": list(merges)[::-1], "by_pair": sorted(merges)}.get(how, by_rank)
         for pair in order:
             if how in ("text", "padded"):  # str.replace on the ids joined by spaces
-                ids = text_merge(ids, pair, merges[pair], padded=how == "padded")
-                if ids is None:
+                merged = text_merge(ids, pair, merges[pair], padded=how == "padded")
+                if merged is None:
                     return None
+                ids = merged
             else:
                 ids = TOK.pairs.merge(ids, pair, merges[pair])
         return ids
@@ -47,7 +49,7 @@ def _encode_variant(text: str, merges, how: str) -> list[int] | None:
         if not known:
             break
         if how == "highest":
-            pair = max(known, key=merges.get)
+            pair = max(known, key=merges.__getitem__)
         elif how == "count":  # the most frequent pair of the text, ties to the earliest merge
             pair = min(known, key=lambda p: (-stats[p], merges[p]))
         elif how == "count_first":  # the most frequent pair of the text, ties to the first seen
@@ -80,11 +82,11 @@ ENCODE_MISTAKES = [
 ]
 
 
-def _encode(text: str, corpus: str, vocab_size: int):
+def _encode(text: str, corpus: str, vocab_size: int) -> Callable[[], tuple]:
     return lambda: ("encode", text, _merges(corpus, vocab_size))
 
 
-def _decode(text: str, corpus: str, vocab_size: int, cut: int = 0):
+def _decode(text: str, corpus: str, vocab_size: int, cut: int = 0) -> Callable[[], tuple]:
     """Decode the reference encoding of ``text``; ``cut`` drops that many ids from the end."""
 
     def make():
@@ -103,7 +105,7 @@ VISIBLE = (
 )
 
 
-def _diagnose_decode(got: str, ids, merges) -> str:
+def _diagnose_decode(got: str, ids: list[int], merges: dict[Pair, int]) -> str:
     vocab = _vocab(merges)
     swapped = {i: bytes([i]) for i in range(N_BYTES)}
     for (a, b), idx in merges.items():

@@ -17,7 +17,8 @@ from ._common import GPT
 __all__ = ["check_next_token_loss"]
 
 
-def _case(seed: int, B: int, T: int, V: int, dtype=torch.float32, *, strided: bool = False, grad: bool = False):
+def _case(seed: int, B: int, T: int, V: int, dtype: torch.dtype = torch.float32, *, strided: bool = False,
+          grad: bool = False) -> Callable[[], tuple]:
     """Random logits (B, T, V) and ids (B, T); ``strided``: both are transposed views (non-contiguous)."""
 
     def make():
@@ -36,7 +37,7 @@ def _case(seed: int, B: int, T: int, V: int, dtype=torch.float32, *, strided: bo
 VISIBLE = (Case("shapes and values", _case(0, 2, 5, 7)),)
 
 
-def _variants(logits: torch.Tensor, ids: torch.Tensor):
+def _variants(logits: torch.Tensor, ids: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     V = logits.shape[-1]
     x = logits.detach().double()
     pred, target = x[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1)

@@ -10,7 +10,7 @@ All 4 visible checks passed.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import torch
 
@@ -23,7 +23,7 @@ from ._common import TOK, Pair, require_pair_dict, text_merge
 __all__ = ["check_pairs"]
 
 
-def _runs_case(seed: int, n: int, vocab: int, run: bool):
+def _runs_case(seed: int, n: int, vocab: int, run: bool) -> Callable[[], tuple]:
     """A list of ids; with ``run``, long runs of one id (``aaaa a``) inside it."""
 
     def make():
@@ -41,7 +41,7 @@ def _stats(ids_maker):
     return lambda: ("stats", ids_maker())
 
 
-def _merge_case(ids_maker, pick: int = 0):
+def _merge_case(ids_maker: Callable[[], tuple], pick: int = 0) -> Callable[[], tuple]:
     """Merge the ``pick``-th most frequent pair of the ids (ties to the smallest), as a trainer would."""
 
     def make():
@@ -111,7 +111,7 @@ def _merge_variants(ids, pair, idx):
     ]
 
 
-def _count_pairs(ids_or_pairs) -> dict[Pair, int]:
+def _count_pairs(ids_or_pairs: list[int] | Iterable[Pair]) -> dict[Pair, int]:
     """Counts of the adjacent pairs of a list of ids, or of an iterator of pairs."""
     pairs = zip(ids_or_pairs, ids_or_pairs[1:], strict=False) if isinstance(ids_or_pairs, list) else ids_or_pairs
     out: dict[Pair, int] = {}
@@ -155,10 +155,10 @@ def _check(get_stats: Callable, merge: Callable) -> Callable:
         before = snapshot(ids)
         result = run_student(merge, ids, pair, idx, what="merge")
         require_unchanged(before, ids, message="merge changed ids in place; build and return a new list")
-        got = require_int_list(result, "merge's result")
-        if got == TOK.pairs.merge(ids, pair, idx):
+        merged = require_int_list(result, "merge's result")
+        if merged == TOK.pairs.merge(ids, pair, idx):
             return
-        raise first_match(got, _merge_variants(ids, pair, idx), "merge must replace each occurrence of the pair, "
+        raise first_match(merged, _merge_variants(ids, pair, idx), "merge must replace each occurrence of the pair, "
                           "from left to right, by idx and keep every other token in order", matches=operator.eq)
 
     return check

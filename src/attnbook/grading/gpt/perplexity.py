@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -16,10 +17,14 @@ from ..fixtures import perplexity_test_model
 from ..steps import require_unchanged, snapshot
 from ._common import GPT
 
+if TYPE_CHECKING:  # GPT above is the checks' private copy of attnbook.gpt
+    from attnbook.gpt import GPT as GPTModel
+
 __all__ = ["check_perplexity"]
 
 
-def _case(seed: int, n_tokens: int, block_size: int = 8, vocab_size: int = 12, *, strided: bool = False):
+def _case(seed: int, n_tokens: int, block_size: int = 8, vocab_size: int = 12, *,
+          strided: bool = False) -> Callable[[], tuple]:
     def make():
         g = torch.Generator().manual_seed(seed)
         data = torch.randint(vocab_size, (2 * n_tokens if strided else n_tokens,), generator=g)
@@ -50,14 +55,14 @@ def token_nll(model: torch.nn.Module, data: torch.Tensor, block_size: int, *, st
     return per_window
 
 
-def _reference(model, data: torch.Tensor) -> float:
+def _reference(model: GPTModel, data: torch.Tensor) -> float:
     """The reference's perplexity, on a copy of ``model`` made of the private reference's classes."""
     copy = GPT.GPT(GPT.GPTConfig(**asdict(model.config)))
     copy.load_state_dict(model.state_dict())
     return GPT.perplexity(copy.eval(), data.contiguous())
 
 
-def diagnose(value: float, model: torch.nn.Module, data: torch.Tensor) -> str:
+def diagnose(value: float, model: GPTModel, data: torch.Tensor) -> str:
     T = model.config.block_size
     windows = token_nll(model, data, T)
     nll = torch.cat(windows)

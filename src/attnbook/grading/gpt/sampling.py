@@ -33,7 +33,7 @@ OUTSIDE_TOP_K = "tokens outside the top k were drawn: only the top_k most likely
 
 
 def _case(seed: int, rows: int, V: int, temperature: float, top_k: int | None, *mode: str,
-          dtype: torch.dtype = torch.float32):
+          dtype: torch.dtype = torch.float32) -> Callable[[], tuple]:
     """``rows`` distinct rows of logits (rows, V), each to be repeated ``DRAWS`` times."""
 
     def make():
@@ -106,7 +106,8 @@ def fits(counts: torch.Tensor, p: torch.Tensor, n: int) -> bool:
     return bool(((counts - mean).abs() <= Z * sd + 2).all())
 
 
-def _draw(fn: Callable, logits: torch.Tensor, temperature, top_k, seed: int, global_seed: int) -> torch.Tensor:
+def _draw(fn: Callable, logits: torch.Tensor, temperature: float, top_k: int | None, seed: int, global_seed: int
+          ) -> torch.Tensor:
     """One call of the student's sampler with a seeded generator; the notebook's random state is kept."""
     before = snapshot(logits)
     with torch.random.fork_rng(devices=[]):
@@ -126,7 +127,8 @@ def _draw(fn: Callable, logits: torch.Tensor, temperature, top_k, seed: int, glo
     return ids.long()
 
 
-def _check_generator(fn: Callable, logits: torch.Tensor, temperature, top_k, seed: int, ids, mode: str) -> None:
+def _check_generator(fn: Callable, logits: torch.Tensor, temperature: float, top_k: int | None, seed: int,
+                     ids: torch.Tensor, mode: str) -> None:
     if mode == "repeat":
         if not torch.equal(ids, _draw(fn, logits, temperature, top_k, seed, seed + 2)):
             raise CheckFailed("two calls with generators seeded alike gave different draws: pass generator "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .._core import run_student
 from ..engine import Case, Part
@@ -18,7 +19,7 @@ CORPUS = (
 UNICODE = "naïve café, naïve résumé, déjà vu: café au lait! 北京 北京 🙂🙂\n" * 3
 
 
-def _train_variant(text: str, vocab_size: int, *, pick: str = "ref", ids=None, rewrite: bool = True,
+def _train_variant(text: str, vocab_size: int, *, pick: str = "ref", ids: list[int] | None = None, rewrite: bool = True,
                    first_id: int = N_BYTES, n_merges: int | None = None) -> dict[Pair, int]:
     """BPE training as students get it wrong (the defaults: right)."""
     ids = list(text.encode("utf-8")) if ids is None else ids
@@ -48,7 +49,7 @@ VISIBLE = (
 
 def _diagnose(got: dict, text: str, vocab_size: int) -> str:
     expected = TOK.training.train_bpe_reference(text, vocab_size)
-    known = [
+    known: list[tuple[str, dict[str, Any]]] = [
         ("among pairs with the same count the smallest pair must win (compare the first ids, then the second): "
          "max(stats, key=stats.get) keeps the pair seen first instead; use "
          "min(stats, key=lambda p: (-stats[p], p))", dict(pick="first")),

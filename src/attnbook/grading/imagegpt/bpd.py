@@ -22,7 +22,7 @@ __all__ = ["check_bits_per_dim"]
 
 
 def _case(seed: int, shape: tuple[int, ...], V: int, dtype: torch.dtype = torch.float32, *,
-          strided: bool = False, grad: bool = False):
+          strided: bool = False, grad: bool = False) -> Callable[[], tuple]:
     """Logits (*shape, V) and targets (*shape); ``strided``: the logits (B, T, V) are a transposed view."""
 
     def make():
@@ -40,7 +40,7 @@ def _case(seed: int, shape: tuple[int, ...], V: int, dtype: torch.dtype = torch.
 VISIBLE = (Case("sequences (B, T, V)", _case(0, (2, 16), 8)),)
 
 
-def _variants(logits: torch.Tensor, targets: torch.Tensor):
+def _variants(logits: torch.Tensor, targets: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     V = logits.shape[-1]
     x = logits.detach().double()
     nll = F.cross_entropy(x.reshape(-1, V), targets.reshape(-1), reduction="none").view(targets.shape)  # nats

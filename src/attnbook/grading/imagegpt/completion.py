@@ -40,7 +40,8 @@ def completion_test_model(seed: int = 0, *, height: int = 3, width: int = 4, voc
     return far_from_uniform(lambda: ImageGPT(cfg), seed, 0.7)
 
 
-def _case(seed: int, rows_kept: int, temperature: float, *mode: str, H: int = 3, W: int = 4, B: int = DRAWS):
+def _case(seed: int, rows_kept: int, temperature: float, *mode: str, H: int = 3, W: int = 4,
+          B: int = DRAWS) -> Callable[[], tuple]:
     def make():
         model = completion_test_model(seed, height=H, width=W)
         g = torch.Generator().manual_seed(seed)
@@ -72,7 +73,7 @@ def _follows(values: torch.Tensor, p: torch.Tensor) -> bool:
     return fits(counts, p.sum(0), (p * (1 - p)).sum(0))
 
 
-def _run(fn: Callable, model, tokens: torch.Tensor, rows_kept: int, temperature: float, seed: int,
+def _run(fn: Callable, model: ImageGPT, tokens: torch.Tensor, rows_kept: int, temperature: float, seed: int,
          global_seed: int) -> torch.Tensor:
     """One call of the student's complete with a seeded generator; the notebook's random state is kept."""
     before = snapshot(tokens)
@@ -87,7 +88,8 @@ def _run(fn: Callable, model, tokens: torch.Tensor, rows_kept: int, temperature:
     return out
 
 
-def _check_distribution(model, tokens: torch.Tensor, out: torch.Tensor, rows_kept: int, temperature: float) -> None:
+def _check_distribution(model: ImageGPT, tokens: torch.Tensor, out: torch.Tensor, rows_kept: int,
+                        temperature: float) -> None:
     B, H, W = tokens.shape
     seq, got = tokens.reshape(B, -1), out.reshape(B, -1)  # (B, H*W) in raster order
     t = rows_kept * W  # the first pixel to sample

@@ -23,7 +23,7 @@ __all__ = ["check_sequence_cost"]
 _KEYS = ("tokens", "attention_entries", "attention_mib")
 
 
-def _case(side: int, **kwargs: int):
+def _case(side: int, **kwargs: int) -> Callable[[], tuple]:
     return lambda: (side, kwargs)
 
 
@@ -31,7 +31,7 @@ VISIBLE = (Case("a 32 x 32 image", _case(32)),)
 
 
 def _check(sequence_cost: Callable) -> Callable:
-    def check(side: int, kwargs: dict):
+    def check(side: int, kwargs: dict) -> None:
         got = run_student(sequence_cost, side, **kwargs, what="sequence_cost")
         if not isinstance(got, dict) or set(_KEYS) - set(got):
             raise CheckFailed(f"sequence_cost should return a dict with the keys {', '.join(_KEYS)}")

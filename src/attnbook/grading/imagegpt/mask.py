@@ -23,7 +23,7 @@ from ._common import IG
 __all__ = ["check_pixelcnn_mask"]
 
 
-def _case(kernel_size: int, mask_type: str):
+def _case(kernel_size: int, mask_type: str) -> Callable[[], tuple]:
     def make():
         return (kernel_size, mask_type)
 
@@ -33,7 +33,7 @@ def _case(kernel_size: int, mask_type: str):
 VISIBLE = (Case("3 x 3, type A", _case(3, "A")), Case("3 x 3, type B", _case(3, "B")))
 
 
-def _variants(k: int, mask_type: str):
+def _variants(k: int, mask_type: str) -> list[tuple[str, torch.Tensor]]:
     other = "B" if mask_type == "A" else "A"
     centre = k // 2
     rows = torch.zeros(k, k, dtype=torch.bool)

@@ -25,7 +25,7 @@ __all__ = ["check_palette"]
 
 
 def _case(seed: int, lead: tuple[int, ...], k: int, dtype: torch.dtype = torch.float32, *,
-          strided: bool = False, ties: bool = False, empty: bool = False):
+          strided: bool = False, ties: bool = False, empty: bool = False) -> Callable[[], tuple]:
     """Pixels (*lead, 3) and a palette (k, 3) in 0..255, and the pixels (N, 3) that k-means steps on."""
 
     def make():
@@ -49,7 +49,7 @@ def _case(seed: int, lead: tuple[int, ...], k: int, dtype: torch.dtype = torch.f
 VISIBLE = (Case("random colours", _case(0, (40,), 6)),)
 
 
-def _id_variants(pixels: torch.Tensor, palette: torch.Tensor):
+def _id_variants(pixels: torch.Tensor, palette: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     x, p = pixels.double().reshape(-1, 3), palette.double()
     d2 = ((x[:, None, :] - p[None, :, :]) ** 2).sum(-1)  # (N, k)
     l1 = (x[:, None, :] - p[None, :, :]).abs().sum(-1)  # (N, k)

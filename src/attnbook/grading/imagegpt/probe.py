@@ -30,7 +30,7 @@ TOLERANCE = 0.011  # two rows of 200 may fall the other way under another solver
 
 def _case(seed: int, n_train: int, D: int, K: int, l2: float, *, shift: float = 0.0, scale: float = 1.0,
           offset: float = 0.0, prior: tuple[float, ...] | None = None, dtype: torch.dtype = torch.float32,
-          strided: bool = False):
+          strided: bool = False) -> Callable[[], tuple]:
     """Features of K Gaussian classes (N, D); ``shift`` moves the test set, ``scale`` stretches some features,
     ``prior`` gives the classes unequal shares."""
 

@@ -22,7 +22,8 @@ from ._common import IG, require_ids
 __all__ = ["check_quantize_9bit"]
 
 
-def _case(seed: int, B: int, H: int, W: int, *, strided: bool = False, every_value: bool = False):
+def _case(seed: int, B: int, H: int, W: int, *, strided: bool = False, every_value: bool = False) -> Callable[[],
+          tuple]:
     def make():
         g = torch.Generator().manual_seed(seed)
         if every_value:  # each channel runs through 0..255 at every position of a 16 x 16 image
@@ -44,7 +45,7 @@ def _pack(r: torch.Tensor, g: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (r << 6) | (g << 3) | b
 
 
-def _id_variants(images: torch.Tensor):
+def _id_variants(images: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     x = images.long()
     r, g, b = x[:, 0] >> 5, x[:, 1] >> 5, x[:, 2] >> 5
     rounded = ((x + 16) >> 5).clamp(max=7)  # the nearest of the bins 0, 32, ..., 224
@@ -62,7 +63,7 @@ def _id_variants(images: torch.Tensor):
     ]
 
 
-def _image_variants(ids: torch.Tensor):
+def _image_variants(ids: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     bins = torch.stack([ids >> 6, (ids >> 3) & 7, ids & 7], dim=1)  # (B, 3, H, W)
     return [
         ("dequantize_9bit returned the start of each bin; return its centre, (v << 5) + 16, so that no value "

@@ -20,7 +20,8 @@ from ._common import IG, require_ids
 __all__ = ["check_raster_order"]
 
 
-def _case(seed: int, B: int, H: int, W: int, *, strided: bool = False, dtype: torch.dtype = torch.long):
+def _case(seed: int, B: int, H: int, W: int, *, strided: bool = False,
+          dtype: torch.dtype = torch.long) -> Callable[[], tuple]:
     def make():
         g = torch.Generator().manual_seed(seed)
         if strided:  # (B, H, W) values stored as (B, W, H) and transposed: not contiguous

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 import torch
 
 from .._compare import close
 from .._core import private_modules
 from ..errors import CheckFailed
+
+ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
+ResultT = TypeVar("ResultT")
 
 # ATT: the alignment models (attnbook.alignment, re-exported by attnbook.attention); RNN's decoders use the same copy.
 ATT, RNN, HARD = private_modules("attnbook.alignment", "attnbook.rnn", "attnbook.hard_attention")
@@ -104,7 +108,7 @@ def lengths_mask(g: torch.Generator, B: int, S: int, lengths: Sequence[int] | No
     return torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]  # (B, S)
 
 
-def randomize(module: torch.nn.Module, seed: int, scale: float = 0.7) -> torch.nn.Module:
+def randomize(module: ModuleT, seed: int, scale: float = 0.7) -> ModuleT:
     """Fill every parameter with seeded Gaussian noise of std ``scale`` (so that tanh does not saturate)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -135,7 +139,8 @@ def tile(scores: torch.Tensor, values: torch.Tensor, copies: int, *,
     return (strided(scores), strided(values)) if noncontiguous else (scores, values)
 
 
-def seeded(seed: int, fn: Callable, *args: object, global_seed: int | None = None, **kwargs: object) -> object:
+def seeded(seed: int, fn: Callable[..., ResultT], *args: object, global_seed: int | None = None,
+           **kwargs: object) -> ResultT:
     """Run ``fn`` with a generator seeded ``seed`` passed in and torch's global generator seeded too
     (``global_seed``, by default ``seed``); the global state is restored after."""
     with torch.random.fork_rng(devices=[]):

@@ -44,7 +44,8 @@ def _reference(query, keys, W, mask):
         return ref.scores(query, keys, mask)
 
 
-def _diagnosis(e, query, keys, W, mask) -> str:
+def _diagnosis(e: torch.Tensor, query: torch.Tensor, keys: torch.Tensor, W: torch.Tensor | None,
+               mask: torch.Tensor | None) -> str:
     projected = keys if W is None else keys @ W.T  # (B, S, q): W z_j
     raw = (projected @ query.unsqueeze(-1)).squeeze(-1)  # (B, S)
     fill = functools.partial(apply_mask, mask=mask)

@@ -67,7 +67,9 @@ def _soft_gradient(scores, values, f):
     return grad
 
 
-def _diagnosis(mean, sd, ref_sd, expected, scores, values, f, num_samples, copies) -> str:
+def _diagnosis(mean: torch.Tensor, sd: torch.Tensor, ref_sd: torch.Tensor, expected: torch.Tensor,
+               scores: torch.Tensor, values: torch.Tensor,
+               f: Callable[[torch.Tensor], torch.Tensor], num_samples: int, copies: int) -> str:
     """Name the mistake behind an average estimate that is not the gradient."""
     slack = Z * torch.maximum(sd, ref_sd) / math.sqrt(copies) + 1e-6
     p = torch.softmax(scores.double(), -1)  # (rows, S)

@@ -29,7 +29,7 @@ def _case(seed, B, S, d_v, *, masked=False, lengths=None, all_padded=False, nonc
     return make
 
 
-def _weights_diagnosis(w, scores) -> str:
+def _weights_diagnosis(w: torch.Tensor, scores: torch.Tensor) -> str:
     real = torch.isfinite(scores)
     known = [
         ("the softmax runs over the wrong axis: each sequence's weights (over its S keys, the last axis) "

@@ -33,8 +33,10 @@ def _check(cls: Callable) -> Callable:
             raise CheckFailed(problem)
         sa = lambda h, m=mask: ref.self_attn(h, mask=m)[0]  # noqa: E731
         norms = (ref.norm1, ref.norm2)
-        variants = [(MODE_MESSAGES[mode], lambda mode=mode: sublayers(x, (sa, ref.ffn), norms, mode))
-                    for mode in ("pre", "no_residual", "norm_inside")]
+        variants: list[tuple[str, Callable[..., torch.Tensor]]] = [
+            (MODE_MESSAGES[mode], lambda mode=mode: sublayers(x, (sa, ref.ffn), norms, mode))
+            for mode in ("pre", "no_residual", "norm_inside")
+        ]
         variants += [
             ("the mask is not passed to the self-attention: padding keys must stay hidden",
              lambda: sublayers(x, (lambda h: ref.self_attn(h)[0], ref.ffn), norms)),

@@ -11,6 +11,7 @@ The models come from :func:`attnbook.grading.fixtures.greedy_test_model`
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -21,6 +22,9 @@ from ..errors import CheckFailed
 from ..fixtures import BOS, EOS, PAD, greedy_test_model
 from ..steps import require_unchanged, snapshot
 from ._common import REF, TR, token_ids
+
+if TYPE_CHECKING:
+    from attnbook.transformer import Transformer
 
 
 def _greedy_case(seed, eos_bias, B, S, max_len, lengths=None, pad_id=PAD, strided=False):
@@ -80,7 +84,8 @@ _KNOWN = (
 )
 
 
-def _diagnose_greedy(ids, model, src, bos_id, eos_id, max_len) -> str:
+def _diagnose_greedy(ids: torch.Tensor, model: Transformer, src: torch.Tensor, bos_id: int, eos_id: int,
+                     max_len: int) -> str:
     args = (model, src, bos_id, eos_id, max_len)
     expected = _greedy_variant(*args)
     with_bos = ids.shape[1] == expected.shape[1] + 1 and bool((ids[:, 0] == bos_id).all())

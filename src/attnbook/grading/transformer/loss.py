@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -56,7 +57,7 @@ def _case(seed, B, S, T, lengths, *, pad_id=PAD, strided=False):
     return make
 
 
-def _ce(logits: torch.Tensor, targets: torch.Tensor, ignore: int | None, **kwargs) -> torch.Tensor:
+def _ce(logits: torch.Tensor, targets: torch.Tensor, ignore: int | None, **kwargs: Any) -> torch.Tensor:
     """Cross-entropy of logits (B, L, V) against targets (B, L), in float64."""
     return F.cross_entropy(logits.double().reshape(-1, logits.shape[-1]), targets.reshape(-1),
                            ignore_index=-100 if ignore is None else ignore, **kwargs)

@@ -20,11 +20,12 @@ from ..steps import require_unchanged, snapshot
 from ._common import REF, token_ids
 
 
-def _causal_case(T: int):
+def _causal_case(T: int) -> Callable[[], tuple]:
     return lambda: ("causal", T)
 
 
-def _padding_case(seed: int, B: int, S: int, pad_id: int, lengths=None, strided: bool = False):
+def _padding_case(seed: int, B: int, S: int, pad_id: int, lengths: tuple[int, ...] | None = None,
+                  strided: bool = False) -> Callable[[], tuple]:
     def make():
         ids = token_ids(seed, B, S, pad_id, lengths=lengths)
         return "padding", ids.t().contiguous().t() if strided else ids, pad_id  # strided: non-contiguous (B, S)

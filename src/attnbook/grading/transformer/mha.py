@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -105,7 +106,9 @@ _MISTAKES = tuple(Mistake(message, functools.partial(_output_of, kwargs)) for me
 ))
 
 
-def _diagnose_mha(out, weights, ref, query, key, value, mask) -> CheckFailed:
+def _diagnose_mha(out: torch.Tensor, weights: torch.Tensor, ref: Any, query: torch.Tensor, key: torch.Tensor,
+                  value: torch.Tensor, mask: torch.Tensor | None
+                  ) -> CheckFailed:
     args = (ref.double(), query.double(), (query if key is None else key).double(),
             (query if value is None else value).double(), mask)
     with torch.no_grad():

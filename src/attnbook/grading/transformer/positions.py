@@ -10,6 +10,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -20,7 +21,8 @@ from ..errors import CheckFailed
 from ._common import POS
 
 
-def _pe_variant(T: int, d_model: int, *, layout="interleaved", odd_exponent="2i", exponent="2i/d", start=0):
+def _pe_variant(T: int, d_model: int, *, layout: str = "interleaved", odd_exponent: str = "2i", exponent: str = "2i/d",
+                start: int = 0) -> torch.Tensor:
     """Sinusoidal tables as students get them wrong, in float64 (the default arguments: right)."""
     t = torch.arange(start, start + T, dtype=torch.float64)[:, None]  # (T, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d/2,)
@@ -41,7 +43,7 @@ def _pe_variant(T: int, d_model: int, *, layout="interleaved", odd_exponent="2i"
 
 
 def _diagnose_pe(pe: torch.Tensor, T: int, d_model: int) -> str:
-    known = [
+    known: list[tuple[str, dict[str, Any]]] = [
         ("sin and cos are swapped: column 2i holds sin(t w_i) and column 2i + 1 holds cos(t w_i)",
          dict(layout="swapped")),
         ("the sines and cosines must be interleaved (sin, cos, sin, cos, ...): columns 2i and 2i + 1 "

@@ -93,7 +93,9 @@ def _check(cls: Callable) -> Callable:
             raise CheckFailed(problem)
         sa = lambda h, m=mask: ref.self_attn(h, mask=m)[0]  # noqa: E731
         subs, norms = (sa, ref.ffn), (ref.norm1, ref.norm2)
-        variants = [(message, lambda mode=mode: _variant(x, subs, norms, mode)) for mode, message in _MODES]
+        variants: list[tuple[str, Callable[..., torch.Tensor]]] = [
+            (message, lambda mode=mode: _variant(x, subs, norms, mode)) for mode, message in _MODES
+        ]
         variants += [
             ("one LayerNorm serves both sublayers: each has its own, norm1 before the self-attention and norm2 "
              "before the feed-forward network", lambda: _variant(x, subs, (ref.norm1, ref.norm1), "pre")),

@@ -85,7 +85,7 @@ _MASK_MISTAKES = (
 )
 
 
-def _fallback(w: torch.Tensor, mask) -> str:
+def _fallback(w: torch.Tensor, mask: torch.Tensor | None) -> str:
     if torch.isnan(w).any():
         return "the attention weights contain NaN"
     if mask is not None and (w.detach().abs() * ~mask).max() > 1e-6:

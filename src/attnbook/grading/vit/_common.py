@@ -36,9 +36,9 @@ def images(seed: int, B: int, C: int, H: int, W: int, P: int | None = None, dtyp
     return make
 
 
-def cut(x: torch.Tensor, P: int, layout: str = "right") -> torch.Tensor | None:
+def cut(x: torch.Tensor, P: int, layout: str = "right") -> torch.Tensor:
     """Patches of ``x`` (B, C, H, W) as (B, N, P*P*C) in a ``layout``: ``"right"`` (row-major patches, each
-    (P, P, C)) or one of the ways students get it wrong; None where the layout does not apply."""
+    (P, P, C)) or one of the ways students get it wrong."""
     B, C, H, W = x.shape
     h, w = H // P, W // P
     grid = x.double().reshape(B, C, h, P, w, P)  # (B, C, h, P, w, P)

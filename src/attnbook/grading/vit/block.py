@@ -14,6 +14,7 @@ the student's block. LayerNorm's epsilon may be PyTorch's default (1e-5) or timm
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -25,7 +26,7 @@ from ..errors import CheckFailed
 from ._common import TR
 
 
-def _variants(x: torch.Tensor, ref) -> list:
+def _variants(x: torch.Tensor, ref: Any) -> list:
     """(message, compute) for the blocks students build instead of the pre-norm one."""
     sa = lambda h: ref.self_attn(h)[0]  # noqa: E731
     ffn, n1, n2 = ref.ffn, ref.norm1, ref.norm2

@@ -47,7 +47,8 @@ def _case(seed, B, N, D, ratio, mode="bookkeeping", dtype=torch.float32, swap=Fa
     return make
 
 
-def _draw(fn: Callable, x: torch.Tensor, ratio: float, seed: int, global_seed: int):
+def _draw(fn: Callable, x: torch.Tensor, ratio: float, seed: int, global_seed: int
+          ) -> tuple[torch.Tensor, ...]:
     """One call with a generator seeded ``seed`` and the global generator seeded ``global_seed``."""
     before = snapshot(x)
     with torch.random.fork_rng(devices=[]):
@@ -68,7 +69,8 @@ def _kept_positions(x: torch.Tensor, x_kept: torch.Tensor) -> torch.Tensor:
     return torch.where(found, same.float().argmax(-1), torch.full_like(found, -1, dtype=torch.long))
 
 
-def _bookkeeping(x, ratio, x_kept, mask, ids_restore) -> torch.Tensor:
+def _bookkeeping(x: torch.Tensor, ratio: float, x_kept: torch.Tensor, mask: torch.Tensor,
+                 ids_restore: torch.Tensor) -> torch.Tensor:
     """Check everything that must hold for any draw; returns the (B, N) mask as 0/1 longs."""
     B, N, D = x.shape
     n_keep = int(N * (1 - ratio))

@@ -16,6 +16,7 @@ column, or a greedy assignment that is one-to-one but not the cheapest, is named
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -140,9 +141,10 @@ def _check_assignment(fn: Callable, cost: torch.Tensor) -> None:
                           "first) can block a better assignment; the Hungarian method finds the minimum total")
 
 
-def _check_cost(fn: Callable, args: tuple, weights) -> None:
+def _check_cost(fn: Callable, args: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+                weights: tuple[float, float, float] | None) -> None:
     before = snapshot(*args)
-    kwargs = {} if weights is None else dict(zip(("w_class", "w_l1", "w_giou"), weights, strict=True))
+    kwargs: dict[str, Any] = {} if weights is None else dict(zip(("w_class", "w_l1", "w_giou"), weights, strict=True))
     out = run_student(fn, *args, what="matching_cost", **kwargs)
     require_unchanged(before, *args, message="matching_cost changed its inputs in place; compute on new tensors")
     out = require_tensor(out, "the result of matching_cost")
@@ -151,8 +153,10 @@ def _check_cost(fn: Callable, args: tuple, weights) -> None:
     expected = VIT.matching_cost(*args, *(weights or DEFAULTS))
     if close(out, expected):
         return
-    variants = [(message, lambda kwargs=kwargs: _cost(*args, weights or DEFAULTS, **kwargs))
-                for message, kwargs in COST_MISTAKES]
+    variants: list[tuple[str, Callable[..., torch.Tensor]]] = [
+        (message, lambda kwargs=kwargs: _cost(*args, weights or DEFAULTS, **kwargs))
+        for message, kwargs in COST_MISTAKES
+    ]
     if weights is not None:
         variants.append(("the weights w_class, w_l1 and w_giou are ignored: multiply each term by its weight",
                          lambda: _cost(*args, DEFAULTS)))
