@@ -101,7 +101,8 @@ def defined(source: str) -> set[str]:
 
 def parts(plan: Sequence[tuple], checked: Callable[[str], Iterable[str]]) -> list[Graded]:
     """The plan's parts in order; ``checked(test_source)`` gives the names a test cell passes to its check."""
-    found, mentions = [], set()
+    found: list[Graded] = []
+    mentions: set[str] = set()
     for index, step in enumerate(plan):
         if step[0] == "test":
             found.append(Graded(index, step[1], len(found) + 1, frozenset(checked(step[2])), frozenset(mentions)))
@@ -170,7 +171,8 @@ def rerun_cells(plan: Sequence[tuple], found: Sequence[Graded], k: int, below: s
             wanted.setdefault(index, set()).update(names)
     if not wanted:
         return [], []
-    cells, pending = [], []
+    cells: list[str] = []
+    pending: list[str] = []
     for index, step in enumerate(plan[:found[k].step]):
         if step[0] == "test":
             cells += pending

@@ -58,6 +58,8 @@ def chapter_of(part: Part) -> str | None:
 def _load(path: Path) -> ModuleType:
     if path not in _LOADED:
         spec = importlib.util.spec_from_file_location(f"_attnbook_hidden_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load the hidden cases in {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
+
 from .._compare import close
 from .._shared import FORBIDDEN_BLOCKS, block_case, build_beside, run_block
 from ..engine import Case, Part, first_match
