@@ -1,7 +1,8 @@
 # Two commands set up a fresh machine and do everything (see README.md):
 #   make book   install, fetch data, build the HTML book (warnings are errors), check every page
 #   make test   install, run every test
-# Instructors: make release, make grade [SUBMISSIONS=folder], make report [STATE=folder], make grader-check.
+# Instructors: make release, make grade [SUBMISSIONS=folder] [STUDENT=id] [ASSIGNMENT=id] [STATE=folder],
+#   make report [STATE=folder], make grader-check.
 # Maintainers: make lint runs Ruff on every .py file (rules in pyproject.toml; CI runs it before make test);
 #   make checkpoints [NAMES=...] [DEVICE=cuda] rebuilds the trained models the book loads.
 # Cleanup: make clean.
@@ -73,8 +74,10 @@ checkpoints: data
 release: install
 	$(PY) autograder/course.py release
 
+# Grades what is new or changed since the last run; STUDENT (and/or ASSIGNMENT) grades those again, and only those.
 grade: install
-	$(PY) autograder/course.py grade --jobs $(JOBS) $(SUBMISSIONS)
+	$(PY) autograder/course.py --state $(STATE) grade --jobs $(JOBS) $(if $(STUDENT),--student $(STUDENT)) \
+		$(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(SUBMISSIONS)
 
 # The class report of a graded state folder: STATE/report/index.html.
 report: install
@@ -90,4 +93,5 @@ grader-check: install
 	$(PY) autograder/fixtures/catalogue.py check _build/grader-check/grades.csv
 
 clean:
-	rm -rf _build _release submitted autograded feedback results report gradebook.db grades.csv grading.log
+	rm -rf _build _release submitted autograded feedback results report gradebook.db grades.csv grading.log \
+		grading-cache nbgrader-grades.csv
