@@ -1,7 +1,8 @@
 # Two commands set up a fresh machine and do everything (see README.md):
 #   make book   install, fetch data, build the HTML book (warnings are errors), check every page
 #   make test   install, run every test
-# Instructors: make release, make collect ZIP=download.zip [ROSTER=roster.csv], make grade [SUBMISSIONS=folder],
+# Instructors: make release, make collect ZIP=download.zip [ROSTER=roster.csv],
+#   make grade [SUBMISSIONS=folder] [STUDENT=id] [ASSIGNMENT=id] [STATE=folder],
 #   make report [STATE=folder], make export [ROSTER=roster.csv], make grader-check.
 # Maintainers: make lint runs Ruff on every .py file, then mypy on src/attnbook (settings in pyproject.toml;
 #   CI runs it before make test);
@@ -84,8 +85,10 @@ collect: install
 	$(PY) autograder/course.py --state $(STATE) collect "$(ZIP)" $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) \
 		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(ZONE),--zone $(ZONE))
 
+# Grades what is new or changed since the last run; STUDENT (and/or ASSIGNMENT) grades those again, and only those.
 grade: install
-	$(PY) autograder/course.py grade --jobs $(JOBS) $(SUBMISSIONS)
+	$(PY) autograder/course.py --state $(STATE) grade --jobs $(JOBS) $(if $(STUDENT),--student $(STUDENT)) \
+		$(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(SUBMISSIONS)
 
 # STATE/canvas.csv (Canvas's gradebook import) and STATE/totals.csv, late penalties applied.
 export: install
@@ -106,4 +109,4 @@ grader-check: install
 
 clean:
 	rm -rf _build _release submitted autograded feedback results report gradebook.db grades.csv grading.log \
-		canvas.csv totals.csv
+		canvas.csv totals.csv grading-cache nbgrader-grades.csv

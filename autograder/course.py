@@ -70,6 +70,12 @@ def gradebook_url(state: Path) -> str:
     return os.environ.get("ATTNBOOK_GRADEBOOK") or f"sqlite:///{state / 'gradebook.db'}"
 
 
+def _path() -> str:
+    """``PATH`` with this Python's scripts first: nbgrader runs the ``alembic`` script of its own
+    environment when it makes a gradebook (in its commands, and in ours: ``grade`` puts it in ours)."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
 class Nbgrader:
     """Runs nbgrader commands in ``autograder/`` (where its config lives), with the state in ``state``."""
 
@@ -86,10 +92,10 @@ class Nbgrader:
         ]
 
     def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "nbgrader", *args, *self.options, "--log-level=WARN"]
-        # nbgrader runs the `alembic` script of its own environment: put that on PATH.
-        env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-        done = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True, env=env)
+        given = {a.split("=")[0] for a in args if a.startswith("--")}  # an option in args replaces the state's
+        cmd = [sys.executable, "-m", "nbgrader", *args, *(o for o in self.options if o.split("=")[0] not in given),
+               "--log-level=WARN"]
+        done = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True, env={**os.environ, "PATH": _path()})
         if check and done.returncode != 0:
             raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
         return done
@@ -348,10 +354,14 @@ def _feedback_notebook(nb, results: dict, released, notice: str | None = None):
     return out
 
 
-def _record(db_url: str, results: list[dict]) -> None:
+def _record(db_url: str, results: list[dict], submitted: Path) -> None:
     """Write the submissions' scores into the gradebook (the judge's numbers only), in one session.
+
+    Each grade is marked autograded (``needs_manual_grade`` false: the formgrader shows the score, not
+    "needs manual grading") and each submission gets the time of its ``timestamp.txt``, as nbgrader's
+    own autograde records them (the formgrader counts a submission autograded when the two times agree).
     A submission that cannot be recorded is rolled back and gets a ``grading error`` status."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
 
     with warnings.catch_warnings(), Gradebook(db_url) as gb:
         warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's sessions
@@ -359,17 +369,38 @@ def _record(db_url: str, results: list[dict]) -> None:
             student, assignment = result["student"], result["assignment"]
             try:
                 gb.update_or_create_student(student)
-                try:
-                    gb.find_submission(assignment, student)
-                except MissingEntry:
-                    gb.add_submission(assignment, student)
+                gb.update_or_create_submission(assignment, student,
+                                               timestamp=_timestamp(submitted / student / assignment))
                 for gid, part in result["parts"].items():
                     grade = gb.find_grade(gid, Path(NOTEBOOK).stem, assignment, student)
-                    grade.auto_score, grade.manual_score = part["score"], None
+                    grade.auto_score, grade.manual_score, grade.needs_manual_grade = part["score"], None, False
                 gb.db.commit()
             except Exception as err:  # this submission's row only
                 gb.db.rollback()
                 _grading_error(result, "recording the grades", err)
+
+
+def _recorded(db_url: str) -> set[tuple[str, str]]:
+    """(student, assignment) of every submission the gradebook holds, in one query."""
+    from nbgrader.api import Assignment, Gradebook, SubmittedAssignment
+
+    with warnings.catch_warnings(), Gradebook(db_url) as gb:
+        warnings.simplefilter("ignore")
+        return set(gb.db.query(SubmittedAssignment.student_id, Assignment.name).join(Assignment).all())
+
+
+def _timestamp(folder: Path):
+    """The submission time in ``folder/timestamp.txt`` (nbgrader's format, as UTC), or None without one.
+
+    >>> _timestamp(Path("/nowhere")) is None
+    True
+    """
+    from nbgrader.utils import parse_utc
+
+    try:
+        return parse_utc((folder / "timestamp.txt").read_text().strip() or None)
+    except (OSError, ValueError, OverflowError):  # no file, or not a time
+        return None
 
 
 def _grading_error(result: dict, step: str, err: BaseException) -> None:
@@ -379,8 +410,10 @@ def _grading_error(result: dict, step: str, err: BaseException) -> None:
     result["log"] = result.get("log", "") + f"{step}:\n{traceback.format_exc()}"
 
 
-def _write_results(result: dict, nbgrader: Nbgrader) -> None:
-    """One submission's results JSON and autograded notebook (with the exchange's files beside it)."""
+def _write_results(result: dict, nbgrader: Nbgrader, regraded: bool = True) -> None:
+    """One submission's results JSON and autograded notebook (with the exchange's files beside it).
+    A submission graded again replaces what an earlier one left; one kept from an earlier run gets only
+    the files it lacks."""
     import nbformat
 
     student, assignment = result["student"], result["assignment"]
@@ -391,10 +424,14 @@ def _write_results(result: dict, nbgrader: Nbgrader) -> None:
     import intake
     import late
 
+    autograded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
+    if regraded:
+        shutil.rmtree(autograded.parent, ignore_errors=True)
+    elif autograded.exists():
+        return
     nb, _ = intake.read_submission(submitted, _read_submission)
     notice = intake.notice(result["status"], late.describe(result.get("late")))
     # A notebook that could not be read gets a feedback page too: the released one, saying why.
-    autograded = nbgrader.state / "autograded" / student / assignment / NOTEBOOK
     autograded.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(_feedback_notebook(_released(assignment) if nb is None else nb, result["parts"],
                                       _released(assignment), notice), autograded)
@@ -431,12 +468,19 @@ def _judge_all(jobs_list: list, jobs: int, graded: list[str], nbgrader: Nbgrader
             for job, out in zip(jobs_list, outcomes, strict=True)]
 
 
-def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False) -> int:
+def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False,
+          student: str | None = None, assignment: str | None = None) -> int:
+    """Grade the submissions that are new or changed since the last run (all of ``student``'s, or of
+    ``assignment``, when either is given), keep the others' results, and write every output for all."""
     from attnbook.grading import sandbox
 
     if why := sandbox.refusal(strict=require_sandbox):
         print(f"not grading: {why}", file=sys.stderr)
         return 2
+    if assignment is not None and assignment not in assignments():
+        print(f"--assignment: expected one of {', '.join(assignments())}, got {assignment!r}", file=sys.stderr)
+        return 2
+    os.environ["PATH"] = _path()
     nbgrader = Nbgrader(state)
     submitted = nbgrader.state / "submitted"
     if submissions is not None:
@@ -452,45 +496,61 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     if not pairs:
         print(f"nothing to grade: expected {submitted}/<student>/<assignment>/{NOTEBOOK}", file=sys.stderr)
         return 2
+    chosen = None
+    if student is not None or assignment is not None:
+        chosen = [p for p in pairs if student in (None, p[0]) and assignment in (None, p[1])]
+        if not chosen:
+            print(f"nothing to grade: no submission of {student or 'any student'} for {assignment or 'any assignment'}"
+                  f" in {submitted}", file=sys.stderr)
+            return 2
     out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
+    import feedback_pages
+    import gradecache
+    import late
+
     from attnbook.grading import hidden_cases, judge
 
+    todo, kept, keys, notes = gradecache.select(nbgrader.state, pairs, chosen)
     swept = sandbox.sweep()  # what killed runs left: sandbox folders, empty cgroups
     if swept:
         print(f"removed what an earlier run left: {', '.join(swept)}")
-    graded = sorted({a for _, a in pairs})
+    recorded = _recorded(nbgrader.db_url)
+    unrecorded = [p for p in kept if p not in recorded]  # a gradebook made afresh keeps no earlier grade
+    graded = sorted({a for _, a in todo + unrecorded})
     # The hidden cases are read from here (or $ATTNBOOK_HIDDEN_CASES), never from the installed package, and once,
     # with every check, before the judges fork; a part without its hidden cases stops the run.
     os.environ.setdefault(hidden_cases.ENV, str(HIDDEN_CASES))
     try:
-        for assignment in graded:
-            for cell in _test_cells(_source(assignment)).values():
+        for name in sorted({a for _, a in todo}):
+            for cell in _test_cells(_source(name)).values():
                 for call in judge.parse_test_cell(cell.source):
                     judge.package_sources(tuple(sorted(call.check.forbidden)))
                     call.check.hidden  # noqa: B018 (loads the part's hidden cases)
     except (LookupError, FileNotFoundError) as err:
         print(f"not grading: {err}", file=sys.stderr)
         return 2
-    results = _judge_all([(s, a, str(nbgrader.state)) for s, a in pairs], jobs, graded, nbgrader)
-    import late
-
-    due = late.apply(results, nbgrader.state, nbgrader.db_url)
-    _record(nbgrader.db_url, results)
+    fresh = _judge_all([(s, a, str(nbgrader.state)) for s, a in todo], jobs, graded, nbgrader)
+    results = sorted(fresh + list(kept.values()), key=lambda r: (r["student"], r["assignment"]))
+    due = late.apply(results, nbgrader.state, nbgrader.db_url)  # every result: a changed deadline counts too
+    _record(nbgrader.db_url, fresh + [kept[p] for p in unrecorded], submitted)
     late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
-    for result in results:
+    for result, regraded in [(r, True) for r in fresh] + [(r, False) for r in kept.values()]:
         try:
-            _write_results(result, nbgrader)
+            _write_results(result, nbgrader, regraded)
         except Exception as err:  # this submission's files only
             _grading_error(result, "writing the results", err)
-    # One nbgrader process writes every feedback page: autograded/ holds exactly the graded submissions.
-    done = nbgrader("generate_feedback", "*", "--force", check=False)
-    log = [f"$ nbgrader generate_feedback '*'\n{done.stdout}{done.stderr}\n"]
+    log = [feedback_pages.write_pages(nbgrader, [(r["student"], r["assignment"]) for r in fresh], list(kept))]
     log += [f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n" for r in results if r.get("log")]
     (nbgrader.state / "grading.log").write_text("".join(log))
     write_csv(results, out)
+    for result in fresh:
+        gradecache.store(nbgrader.state, result, keys[result["student"], result["assignment"]])
     sandbox.sweep()
-    print(f"wrote {out} and feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "
+    print(f"graded {len(fresh)} submissions, kept the results of {len(kept)} graded before; wrote {out} and "
+          f"feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "
           f"processes: {sandbox.describe()['processes']})")
+    for note in notes:
+        print(note, file=sys.stderr)
     broken = [f"{r['student']}/{r['assignment']}" for r in results if "grading error" in r["status"]]
     if broken:
         print(f"{len(broken)} submissions need a look (grading error; tracebacks in "
@@ -562,6 +622,8 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
     gr.add_argument("--require-sandbox", action="store_true",
                     help="refuse without bubblewrap even if ATTNBOOK_GRADING_SANDBOX=none (hostile submissions)")
+    gr.add_argument("--student", help="grade this student's submissions again, changed or not (and no other)")
+    gr.add_argument("--assignment", help="grade this assignment's submissions again (with --student: that one)")
     co = sub.add_parser("collect", help="import an LMS download (Canvas, Moodle, zip_collect) into submitted/")
     co.add_argument("zip", type=Path, help="the downloaded zip, or the folder it unpacks to")
     co.add_argument("--assignment", choices=assignments(), help="the assignment it holds (default: its notebooks say)")
@@ -575,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("collect", "export"):
         return lms(args)
     return grade(args.submissions, args.state, args.out or args.state / "grades.csv", max(1, args.jobs),
-                 args.require_sandbox)
+                 args.require_sandbox, args.student, args.assignment)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,17 @@ gradebook on the command line (``--state`` moves them); the database URL's
 default, ``ATTNBOOK_GRADEBOOK`` or a SQLite file, is ``course.gradebook_url``'s.
 
 The judge of ``course.py grade`` runs the notebooks, never ``nbgrader
-autograde``: nothing here configures nbgrader's ``Execute`` step.
+autograde``: ``nbgrader autograde`` and the formgrader's Autograde button are
+refused with a message that says to use ``make grade`` (``no_autograde.py``).
+``nbgrader export`` writes ``nbgrader-grades.csv`` beside the default state (the
+repository root, ignored by git), never into ``autograder/``.
 """
 
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # for feedback_filters and course
+sys.path.insert(0, str(HERE))  # for feedback_filters, no_autograde and course
 
 from course import gradebook_url  # noqa: E402 (after the path above)
 
@@ -40,3 +43,10 @@ c.GenerateFeedback.preprocessors = [
     "feedback_filters.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+
+# nbgrader's own autograde would run the students' code outside the sandbox: refused, before it touches anything.
+c.Autograde.exporter_class = "no_autograde.UseMakeGrade"
+
+# `nbgrader export`'s CSV, beside the default state (nbgrader's default, grades.csv in the working directory,
+# landed in autograder/); its --to overrides this.
+c.ExportPlugin.to = str(HERE.parent / "nbgrader-grades.csv")

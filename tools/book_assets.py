@@ -1,5 +1,8 @@
 """Put the book's offline assets in place: MathJax 3 (``_static/mathjax/tex-svg.js``).
 
+The grader's feedback pages carry the same file inline (``autograder/course.py``
+calls :func:`mathjax`).
+
 Sphinx loads MathJax from a CDN by default, which a reader offline (or the
 headless browser of our checks) cannot reach. The pinned PyPI wheel
 ``django-static-mathjax`` ships MathJax 3.2.2; this script fetches it with the
@@ -26,8 +29,13 @@ MATHJAX = Source(
 )
 
 
+def mathjax() -> bytes:
+    """MathJax 3's self-contained ``tex-svg.js``, from the cache (fetched with pip the first time)."""
+    return fetch(MATHJAX).read_bytes()
+
+
 def main() -> None:
-    data = fetch(MATHJAX).read_bytes()
+    data = mathjax()
     if not TARGET.exists() or TARGET.read_bytes() != data:
         TARGET.parent.mkdir(parents=True, exist_ok=True)
         TARGET.write_bytes(data)
