@@ -112,7 +112,9 @@ def test_fit_decays_weight_matrices_but_not_biases_norms_positions_or_special_to
 
     model = Tiny()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    zero_loss = lambda m, x: 0.0 * m(x).sum()  # noqa: E731: no gradient, so only weight decay moves a weight
+    def zero_loss(m: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return 0.0 * m(x).sum()  # no gradient: only weight decay moves a weight
+
     fit(model, zero_loss, [torch.zeros(1, 3, 2)], steps=3, lr=0.1, weight_decay=0.5, **_quiet())
     moved = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
     assert moved == {"out.weight"}

@@ -188,8 +188,8 @@ class GPT(nn.Module):
     ) -> torch.optim.AdamW:
         """AdamW that decays only the weight matrices (not biases, norms or the position table).
 
-        The groups come from :func:`attnbook.train.decay_groups`. Extra keyword arguments go to :class:`torch.optim.AdamW` (for example
-        ``fused=True`` on CUDA).
+        The groups come from :func:`attnbook.train.decay_groups`. Extra keyword
+        arguments go to :class:`torch.optim.AdamW` (for example ``fused=True`` on CUDA).
 
         >>> opt = GPT(GPTConfig.preset("gpt-nano", vocab_size=10)).configure_optimizers(lr=3e-3)
         >>> [g["weight_decay"] for g in opt.param_groups]
