@@ -44,8 +44,8 @@ pages plot these files.
   and rollout on ink, every 1/6 of the run.
 * ``mae``: an MAE (patch 2, 75 % masked) pre-trained on the digits' training
   images (pixels standardised); masked-patch MSE against predicting the mean
-  patch; a logistic-regression probe on its features against a random encoder;
-  fine-tuning from it against training from scratch at equal steps (150 and
+  patch; a logistic-regression probe (:func:`attnbook.probe.linear_probe`) on
+  its features against a random encoder; fine-tuning from it against training from scratch at equal steps (150 and
   300), each at learning rates 1e-3 and 2e-3 (the metric names the rate).
   Targets: MSE <= 0.55, probe >= 85 %, fine-tuning >= 4 points over scratch.
 * ``detr``: :class:`~attnbook.vit.detr.TinyDETR` on 2,000 square scenes,
@@ -69,11 +69,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from attnbook.data import load_digits, load_mnist5k, make_square_scenes
 from attnbook.measure import machine_header
+from attnbook.probe import linear_probe
 from attnbook.train import fit
 from attnbook.vit import MAE, ViT, ViTConfig, attention_maps, attention_rollout, class_token_share, patchify
 from attnbook.vit.classify import shifted_batches, train_classifier
@@ -197,16 +197,14 @@ def standardise(x: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
     return (x - ref.mean()) / ref.std()
 
 
-def features(encoder: ViT, images: torch.Tensor) -> np.ndarray:
+def features(encoder: ViT, images: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return encoder.forward_features(images).mean(dim=1).numpy()  # mean over 1 + N tokens -> (B, D)
+        return encoder.forward_features(images).mean(dim=1)  # mean over 1 + N tokens -> (B, D)
 
 
 def probe(encoder: ViT, train, test) -> float:
-    from sklearn.linear_model import LogisticRegression
-
-    clf = LogisticRegression(max_iter=2000).fit(features(encoder, train[0]), train[1].numpy())
-    return float(clf.score(features(encoder, test[0]), test[1].numpy()))
+    """:func:`attnbook.probe.linear_probe` on the mean-pooled features, as chapter 6's page does."""
+    return linear_probe(features(encoder, train[0]), train[1], features(encoder, test[0]), test[1])
 
 
 def part_mae(rows: Rows, steps: int = 3000, finetune_steps: tuple[int, ...] = (150, 300)) -> None:
