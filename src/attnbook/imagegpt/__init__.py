@@ -6,8 +6,9 @@ order (:mod:`~attnbook.imagegpt.sequence`), the model and bits per dimension
 (:mod:`~attnbook.imagegpt.sampling`), PixelCNN's masked convolutions
 (:mod:`~attnbook.imagegpt.pixelcnn`), masked-pixel (BERT-style) training
 (:mod:`~attnbook.imagegpt.masked`), baselines that ignore the other pixels
-(:mod:`~attnbook.imagegpt.baselines`) and linear probes
-(:mod:`~attnbook.imagegpt.probe`).
+(:mod:`~attnbook.imagegpt.baselines`), linear probes
+(:mod:`~attnbook.imagegpt.probe`) and the chapter's training recipe with early
+stopping (:mod:`~attnbook.imagegpt.training`).
 
 >>> import torch
 >>> from attnbook.imagegpt import quantize_9bit, to_sequence
@@ -37,6 +38,7 @@ from .pixelcnn import MaskedConv2d, PixelCNN, pixelcnn_mask
 from .probe import layer_features, linear_probe, ridge_probe
 from .sampling import complete, evaluate_bits_per_dim, next_pixel_loss, pixel_logits, sample_images
 from .sequence import from_sequence, sequence_cost, to_sequence
+from .training import fit_early_stopped, random_batches
 
 __all__ = [
     "quantize_9bit",
@@ -79,4 +81,6 @@ __all__ = [
     "ink_mask",
     "shape_agreement",
     "ink_iou",
+    "random_batches",
+    "fit_early_stopped",
 ]

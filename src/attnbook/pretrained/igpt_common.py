@@ -9,8 +9,6 @@ the 179 test images. The recipe is chapter 5's, run longer than a page may:
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from attnbook.data import load_digits, make_coloured_digits, split_indices
@@ -19,17 +17,18 @@ from attnbook.imagegpt import (
     ImageGPTConfig,
     MaskedPixelModel,
     evaluate_bits_per_dim,
+    fit_early_stopped,
     grey_levels,
     layer_features,
     linear_probe,
     mask_pixels,
     masked_pixel_bits,
     quantize_9bit,
+    random_batches,
     to_sequence,
 )
 from attnbook.pretrained._recipe import Settings
 from attnbook.runtime import seed_everything
-from attnbook.train import fit
 
 STEPS, BATCH, LR, EVAL_EVERY = 2000, 32, 3e-3, 100  # the same budget for every igpt-* checkpoint
 SMOKE_STEPS = 4
@@ -64,20 +63,12 @@ def train_early_stopped(model: torch.nn.Module, loss_fn, make_batch, val_score, 
     sidecar (steps, best step, its score)."""
     steps, every = (SMOKE_STEPS, 2) if settings.smoke else (steps, EVAL_EVERY)
     warmup = min(WARMUP, steps // 2) if schedule == "cosine" else 0
-    best = {"val": math.inf, "step": 0}
-
-    def evaluate(m: torch.nn.Module) -> dict[str, float]:
-        score = val_score(m)
-        if score < best["val"]:
-            best.update(val=score, state={k: v.detach().clone() for k, v in m.state_dict().items()})
-        return {"val": score}
-
-    history = fit(model, loss_fn, make_batch, steps=steps, lr=LR, schedule=schedule, warmup_steps=warmup,
-                  device=settings.device, progress=False, eval_fn=evaluate, eval_every=every)
-    best_step = min(history.evals, key=lambda e: e["val"])["step"]
-    model.load_state_dict(best.pop("state"))
+    history = fit_early_stopped(model, loss_fn, make_batch, steps=steps, lr=LR, eval_every=every,
+                                scores=lambda m: {"val": val_score(m)}, monitor="val", schedule=schedule,
+                                warmup_steps=warmup, device=settings.device, progress=False)
+    best = history.best("val", mode="min")
     return {"steps": steps, "batch": BATCH, "lr": LR, "schedule": schedule, "eval_every": every,
-            "best_step": best_step, "best_val": round(best["val"], 4), "train_seconds": round(history.seconds, 1),
+            "best_step": best["step"], "best_val": round(best["val"], 4), "train_seconds": round(history.seconds, 1),
             "val_curve": [[e["step"], round(e["val"], 4)] for e in history.evals]}
 
 
@@ -85,7 +76,7 @@ def batches(train: torch.Tensor, settings: Settings):
     """A callable giving ``BATCH`` random training images (B, H, W), seeded by ``settings.seed``."""
     seed_everything(settings.seed)
     g = torch.Generator().manual_seed(settings.seed)
-    return lambda: train[torch.randint(len(train), (BATCH,), generator=g)], g
+    return random_batches(train, BATCH, generator=g), g
 
 
 def masked_test_pixels(test: torch.Tensor) -> torch.Tensor:
