@@ -9,6 +9,8 @@ the 179 test images. The recipe is chapter 5's, run longer than a page may:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from attnbook.data import load_digits, make_coloured_digits, split_indices
@@ -77,6 +79,18 @@ def batches(train: torch.Tensor, settings: Settings):
     seed_everything(settings.seed)
     g = torch.Generator().manual_seed(settings.seed)
     return random_batches(train, BATCH, generator=g), g
+
+
+def start(make: Callable[[dict], torch.nn.Module], settings: Settings):
+    """What a grey-digits recipe begins with: ``(data, config, next_batch, generator, model)``.
+
+    The model (``make`` of the ``digits-8x8`` preset) is built after the
+    seeding of :func:`batches`, so its initial weights follow ``settings.seed``.
+    """
+    data = digits()
+    config = preset_dict("digits-8x8")
+    next_batch, g = batches(data["train"], settings)
+    return data, config, next_batch, g, make(config)
 
 
 def masked_test_pixels(test: torch.Tensor) -> torch.Tensor:
