@@ -78,7 +78,8 @@ from attnbook.train import fit
 from attnbook.vit import MAE, ViT, ViTConfig, attention_maps, attention_rollout, class_token_share, patchify
 from attnbook.vit.classify import shifted_batches, train_classifier
 from attnbook.vit.cnn import SmallCNN
-from attnbook.vit.detr import DETRConfig, TinyDETR, matched_box_iou, set_loss
+from attnbook.vit.detr import DETRConfig, TinyDETR, matched_box_iou, train_detr
+from attnbook.vit.mae import mae_loss
 
 RESULTS = Path(__file__).parent / "results"
 FIELDS = ["part", "model", "data_fraction", "max_shift", "steps", "cpu_seconds", "wall_seconds", "metric", "value"]
@@ -221,11 +222,9 @@ def part_mae(rows: Rows, steps: int = 3000, finetune_steps: tuple[int, ...] = (1
     mae.cpu().eval()  # evaluated on the CPU, with a CPU generator for the masking
     with torch.no_grad():
         loss, pred, mask = mae(xte, generator=torch.Generator().manual_seed(1))
-    from attnbook.vit import patchify
-
     target = patchify(xte, 2)  # (B, 16, 4)
     mean_patch = patchify(xtr, 2).mean(dim=0)  # (16, 4): the average training patch at each position
-    baseline = (((mean_patch - target) ** 2).mean(-1) * mask).sum() / mask.sum()
+    baseline = mae_loss(mean_patch.expand_as(target), target, mask)
     torch.manual_seed(0)
     random_encoder = ViT(config.replace(num_classes=0))
     for m, v in (("masked_mse", loss), ("mean_patch_mse", baseline),
@@ -249,15 +248,8 @@ def part_detr(rows: Rows, steps: int = 1000) -> None:
     config = DETRConfig()
     torch.manual_seed(0)
     model = TinyDETR(config)
-    g = torch.Generator().manual_seed(0)
-
-    def batch():
-        idx = torch.randint(0, len(train.images), (32,), generator=g).tolist()
-        return train.images[idx], [train.labels[i] for i in idx], [train.boxes[i] for i in idx]
-
     clock = Clock()
-    fit(model, lambda m, b: set_loss(m(b[0]), b[1], b[2], config)[0], batch, steps=steps, lr=1e-3,
-        weight_decay=1e-4, schedule="cosine", warmup_steps=100, device=DEVICE, progress=False)
+    train_detr(model, train, steps=steps, generator=torch.Generator().manual_seed(0), device=DEVICE)
     seconds = clock.fields()
     model.cpu().eval()
     with torch.no_grad():

@@ -22,7 +22,7 @@ from attnbook.probe import linear_probe, ridge_probe
 from .masked import MaskedPixelModel
 from .model import ImageGPT
 
-__all__ = ["layer_features", "linear_probe", "ridge_probe"]  # the probes themselves: attnbook.probe
+__all__ = ["layer_features", "layer_probes", "linear_probe", "ridge_probe"]  # the probes: attnbook.probe
 
 
 @torch.no_grad()
@@ -58,3 +58,20 @@ def layer_features(model: ImageGPT | MaskedPixelModel, seq: torch.Tensor, layer:
     finally:
         model.train(was_training)
     return torch.cat(feats)
+
+
+def layer_probes(model: ImageGPT | MaskedPixelModel, train_seq: torch.Tensor, train_labels: torch.Tensor,
+                 test_seq: torch.Tensor, test_labels: torch.Tensor) -> list[float]:
+    """:func:`linear_probe` test accuracy on the :func:`layer_features` of every layer, 0 .. ``n_layer``.
+
+    ``train_seq`` and ``test_seq`` (N, H*W) hold whole images in raster order.
+
+    >>> from attnbook.imagegpt import ImageGPTConfig
+    >>> model = ImageGPT(ImageGPTConfig.preset("digits-8x8", n_layer=1))
+    >>> seq, labels = torch.randint(8, (20, 64)), torch.arange(20) % 2
+    >>> len(layer_probes(model, seq[:10], labels[:10], seq[10:], labels[10:]))   # layers 0 and 1
+    2
+    """
+    return [linear_probe(layer_features(model, train_seq, layer), train_labels,
+                         layer_features(model, test_seq, layer), test_labels)
+            for layer in range(model.config.n_layer + 1)]

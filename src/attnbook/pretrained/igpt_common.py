@@ -21,8 +21,7 @@ from attnbook.imagegpt import (
     evaluate_bits_per_dim,
     fit_early_stopped,
     grey_levels,
-    layer_features,
-    linear_probe,
+    layer_probes,
     mask_pixels,
     masked_pixel_bits,
     quantize_9bit,
@@ -100,12 +99,9 @@ def masked_test_pixels(test: torch.Tensor) -> torch.Tensor:
 
 def probe_accuracies(model: ImageGPT | MaskedPixelModel, data: dict[str, torch.Tensor]) -> dict[str, float]:
     """Linear-probe test accuracy on the mean-pooled features of every layer: ``probe_layer0`` ..."""
-    out = {}
-    for layer in range(model.config.n_layer + 1):
-        train_f = layer_features(model, to_sequence(data["train"]), layer)
-        test_f = layer_features(model, to_sequence(data["test"]), layer)
-        out[f"probe_layer{layer}"] = linear_probe(train_f, data["train_labels"], test_f, data["test_labels"])
-    return out
+    accuracies = layer_probes(model, to_sequence(data["train"]), data["train_labels"], to_sequence(data["test"]),
+                              data["test_labels"])
+    return {f"probe_layer{layer}": accuracy for layer, accuracy in enumerate(accuracies)}
 
 
 def digits_metrics(model: ImageGPT | MaskedPixelModel, config: dict, device: torch.device) -> dict[str, float]:
