@@ -44,8 +44,8 @@ pages plot these files.
   and rollout on ink, every 1/6 of the run.
 * ``mae``: an MAE (patch 2, 75 % masked) pre-trained on the digits' training
   images (pixels standardised); masked-patch MSE against predicting the mean
-  patch; a logistic-regression probe on its features against a random encoder;
-  fine-tuning from it against training from scratch at equal steps (150 and
+  patch; a logistic-regression probe (:func:`attnbook.probe.linear_probe`) on
+  its features against a random encoder; fine-tuning from it against training from scratch at equal steps (150 and
   300), each at learning rates 1e-3 and 2e-3 (the metric names the rate).
   Targets: MSE <= 0.55, probe >= 85 %, fine-tuning >= 4 points over scratch.
 * ``detr``: :class:`~attnbook.vit.detr.TinyDETR` on 2,000 square scenes,
@@ -69,16 +69,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from attnbook.data import load_digits, load_mnist5k, make_square_scenes
 from attnbook.measure import machine_header
+from attnbook.probe import linear_probe
 from attnbook.train import fit
 from attnbook.vit import MAE, ViT, ViTConfig, attention_maps, attention_rollout, class_token_share, patchify
 from attnbook.vit.classify import shifted_batches, train_classifier
 from attnbook.vit.cnn import SmallCNN
-from attnbook.vit.detr import DETRConfig, TinyDETR, matched_box_iou, set_loss
+from attnbook.vit.detr import DETRConfig, TinyDETR, matched_box_iou, train_detr
+from attnbook.vit.mae import mae_loss
 
 RESULTS = Path(__file__).parent / "results"
 FIELDS = ["part", "model", "data_fraction", "max_shift", "steps", "cpu_seconds", "wall_seconds", "metric", "value"]
@@ -197,16 +198,14 @@ def standardise(x: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
     return (x - ref.mean()) / ref.std()
 
 
-def features(encoder: ViT, images: torch.Tensor) -> np.ndarray:
+def features(encoder: ViT, images: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return encoder.forward_features(images).mean(dim=1).numpy()  # mean over 1 + N tokens -> (B, D)
+        return encoder.forward_features(images).mean(dim=1)  # mean over 1 + N tokens -> (B, D)
 
 
 def probe(encoder: ViT, train, test) -> float:
-    from sklearn.linear_model import LogisticRegression
-
-    clf = LogisticRegression(max_iter=2000).fit(features(encoder, train[0]), train[1].numpy())
-    return float(clf.score(features(encoder, test[0]), test[1].numpy()))
+    """:func:`attnbook.probe.linear_probe` on the mean-pooled features, as chapter 6's page does."""
+    return linear_probe(features(encoder, train[0]), train[1], features(encoder, test[0]), test[1])
 
 
 def part_mae(rows: Rows, steps: int = 3000, finetune_steps: tuple[int, ...] = (150, 300)) -> None:
@@ -223,11 +222,9 @@ def part_mae(rows: Rows, steps: int = 3000, finetune_steps: tuple[int, ...] = (1
     mae.cpu().eval()  # evaluated on the CPU, with a CPU generator for the masking
     with torch.no_grad():
         loss, pred, mask = mae(xte, generator=torch.Generator().manual_seed(1))
-    from attnbook.vit import patchify
-
     target = patchify(xte, 2)  # (B, 16, 4)
     mean_patch = patchify(xtr, 2).mean(dim=0)  # (16, 4): the average training patch at each position
-    baseline = (((mean_patch - target) ** 2).mean(-1) * mask).sum() / mask.sum()
+    baseline = mae_loss(mean_patch.expand_as(target), target, mask)
     torch.manual_seed(0)
     random_encoder = ViT(config.replace(num_classes=0))
     for m, v in (("masked_mse", loss), ("mean_patch_mse", baseline),
@@ -251,15 +248,8 @@ def part_detr(rows: Rows, steps: int = 1000) -> None:
     config = DETRConfig()
     torch.manual_seed(0)
     model = TinyDETR(config)
-    g = torch.Generator().manual_seed(0)
-
-    def batch():
-        idx = torch.randint(0, len(train.images), (32,), generator=g).tolist()
-        return train.images[idx], [train.labels[i] for i in idx], [train.boxes[i] for i in idx]
-
     clock = Clock()
-    fit(model, lambda m, b: set_loss(m(b[0]), b[1], b[2], config)[0], batch, steps=steps, lr=1e-3,
-        weight_decay=1e-4, schedule="cosine", warmup_steps=100, device=DEVICE, progress=False)
+    train_detr(model, train, steps=steps, generator=torch.Generator().manual_seed(0), device=DEVICE)
     seconds = clock.fields()
     model.cpu().eval()
     with torch.no_grad():

@@ -97,6 +97,29 @@ def test_frozen_parameters_stay_frozen():
     assert torch.equal(model[0].weight, before)
 
 
+def test_fit_decays_weight_matrices_but_not_biases_norms_positions_or_special_tokens():
+    from attnbook.positional import LearnedPositions
+
+    class Tiny(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pos = LearnedPositions(3, 2)
+            self.cls_token = torch.nn.Parameter(torch.ones(1, 1, 2))
+            self.norm, self.out = torch.nn.LayerNorm(2), torch.nn.Linear(2, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(self.norm(self.pos(x) + self.cls_token))
+
+    model = Tiny()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    def zero_loss(m: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return 0.0 * m(x).sum()  # no gradient: only weight decay moves a weight
+
+    fit(model, zero_loss, [torch.zeros(1, 3, 2)], steps=3, lr=0.1, weight_decay=0.5, **_quiet())
+    moved = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    assert moved == {"out.weight"}
+
+
 # ----------------------------------------------------------------------------- evaluation
 
 

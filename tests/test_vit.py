@@ -228,7 +228,7 @@ def test_class_token_share_against_a_loop_and_its_bounds() -> None:
 
 
 def test_decay_groups_leave_biases_norms_positions_class_and_register_tokens_undecayed() -> None:
-    from attnbook.vit.classify import decay_groups
+    from attnbook.train import decay_groups
 
     model = tiny()
     decayed, undecayed = decay_groups(model, 0.05)

@@ -12,6 +12,8 @@ ValueError: n_layer must be a positive int, got 0
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 
 
@@ -159,3 +161,23 @@ def float_sequence(name: str, x: object) -> torch.Tensor:
     if x.dim() < 2:
         raise ValueError(f"{name} must have shape (..., length, width), got {tuple(x.shape)}")
     return x
+
+
+def distinct_characters(name: str, chars: Iterable[object]) -> list[str]:
+    """``chars`` as a list of distinct one-character strings; a ValueError naming ``name`` otherwise.
+
+    >>> distinct_characters("chars", "abc")
+    ['a', 'b', 'c']
+    >>> distinct_characters("chars", ["a", "bc"])
+    Traceback (most recent call last):
+    ...
+    ValueError: every entry of chars must be a single character, got 'bc'
+    """
+    out: list[str] = []
+    for c in chars:
+        if not isinstance(c, str) or len(c) != 1:
+            raise ValueError(f"every entry of {name} must be a single character, got {c!r}")
+        out.append(c)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} must not repeat a character")
+    return out

@@ -109,14 +109,8 @@ class _AlignmentAttention(nn.Module):
                 mask = mask.unsqueeze(1)  # (B, S) -> (B, 1, S): the same keys for every query
         return values, projected_keys, mask
 
-    def scores(
-        self,
-        query: torch.Tensor,
-        keys: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        *,
-        projected_keys: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def scores(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor | None = None, *,
+               projected_keys: torch.Tensor | None = None) -> torch.Tensor:
         """Alignment scores ``e`` (B, S) or (B, T, S); ``-inf`` where ``mask`` is ``False``."""
         _, projected_keys, mask = self._check_inputs(query, keys, None, mask, projected_keys)
         e = self._score(query, projected_keys)  # (B, S) or (B, T, S)

@@ -78,14 +78,8 @@ def sinusoidal_positions(
     return pe.to(dtype).to(device)  # cast first: some devices (MPS) have no float64
 
 
-def relative_shift_matrix(
-    k: int,
-    d_model: int,
-    *,
-    base: float = 10000.0,
-    dtype: torch.dtype = torch.float32,
-    device: torch.device | str | None = None,
-) -> torch.Tensor:
+def relative_shift_matrix(k: int, d_model: int, *, base: float = 10000.0, dtype: torch.dtype = torch.float32,
+                          device: torch.device | str | None = None) -> torch.Tensor:
     """The (d_model, d_model) matrix ``M_k`` with ``P[t + k] = M_k @ P[t]`` for *every* t.
 
     By the angle-sum formulas each (sin, cos) pair of frequency ``w`` turns by

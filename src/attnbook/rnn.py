@@ -137,29 +137,16 @@ class Seq2Seq(nn.Module):
             raise TypeError(f"config must be a Seq2SeqConfig, got {type(config).__name__}")
         self.config = cfg = config
         H = cfg.hidden_size
-        self.encoder = Encoder(
-            cfg.src_vocab_size,
-            cfg.embed_dim,
-            H,
-            bidirectional=cfg.bidirectional,
-            pad_id=cfg.pad_id,
-            dropout=cfg.dropout,
-        )
+        self.encoder = Encoder(cfg.src_vocab_size, cfg.embed_dim, H, bidirectional=cfg.bidirectional,
+                               pad_id=cfg.pad_id, dropout=cfg.dropout)
         self.bridge = nn.Linear(H, H)  # s_0 = tanh(W_s summary + b)
         if cfg.attention is None:
             self.decoder: PlainDecoder | AttentionDecoder = PlainDecoder(
                 cfg.tgt_vocab_size, cfg.embed_dim, H, H, dropout=cfg.dropout
             )
         else:
-            self.decoder = AttentionDecoder(
-                cfg.tgt_vocab_size,
-                cfg.embed_dim,
-                H,
-                H,
-                attention=cfg.attention,
-                attn_size=cfg.attn_size,
-                dropout=cfg.dropout,
-            )
+            self.decoder = AttentionDecoder(cfg.tgt_vocab_size, cfg.embed_dim, H, H, attention=cfg.attention,
+                                            attn_size=cfg.attn_size, dropout=cfg.dropout)
 
     @property
     def uses_attention(self) -> bool:

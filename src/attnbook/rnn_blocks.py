@@ -193,13 +193,8 @@ class PlainDecoder(_DecoderBase):
     (torch.Size([2, 7]), torch.Size([2, 5]), None)
     """
 
-    def step(
-        self,
-        prev_token: torch.Tensor,
-        hidden: torch.Tensor,
-        memory: torch.Tensor,
-        mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, None]:
+    def step(self, prev_token: torch.Tensor, hidden: torch.Tensor, memory: torch.Tensor,
+             mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, None]:
         """One step: previous token (B,), state (B, H), summary (B, 1, C) -> logits (B, V), state, None."""
         _, S = self._check_step(prev_token, hidden, memory)
         if S != 1:
@@ -267,15 +262,9 @@ class AttentionDecoder(_DecoderBase):
         """The keys' part of the alignment scores, once per sequence: (B, S, C) -> (B, S, ·)."""
         return self.attention.project_keys(memory)
 
-    def step(
-        self,
-        prev_token: torch.Tensor,
-        hidden: torch.Tensor,
-        memory: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        *,
-        projected_keys: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def step(self, prev_token: torch.Tensor, hidden: torch.Tensor, memory: torch.Tensor,
+             mask: torch.Tensor | None = None, *,
+             projected_keys: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One step: previous token (B,), state (B, H), memory (B, S, C), mask (B, S) -> logits, state, weights."""
         B, S = self._check_step(prev_token, hidden, memory)
         if mask is not None and (not isinstance(mask, torch.Tensor) or tuple(mask.shape) != (B, S)):

@@ -76,14 +76,8 @@ class FeedForward(nn.Module):
     torch.Size([2, 5, 8])
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        d_ff: int,
-        *,
-        dropout: float = 0.0,
-        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
-    ) -> None:
+    def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0,
+                 activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu") -> None:
         super().__init__()
         if isinstance(activation, str):
             if activation not in _ACTIVATIONS:
@@ -233,16 +227,9 @@ class DecoderBlock(nn.Module):
         self.cross_attn_weights = None if w is None else w.detach()
         return self.dropout2(out)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        tgt_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-        *,
-        causal: bool = True,
-        need_weights: bool = False,
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None, *, causal: bool = True,
+                need_weights: bool = False) -> torch.Tensor:
         float_tensor("x", x, (None, None, self.d_model), f"(B, length, d_model={self.d_model})")
         float_tensor("memory", memory, (None, None, self.d_model), f"(B, length, d_model={self.d_model})")
         if self.norm_first:

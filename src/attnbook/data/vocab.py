@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from attnbook._checks import distinct_characters
+
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 
@@ -57,12 +59,7 @@ class CharVocab:
     unk_char = "\ufffd"  # how decode shows <unk>
 
     def __init__(self, chars: Iterable[str]):
-        chars = list(chars)
-        for c in chars:
-            if not isinstance(c, str) or len(c) != 1:
-                raise ValueError(f"chars must be single characters, got {c!r}")
-        if len(set(chars)) != len(chars):
-            raise ValueError("chars must not repeat")
+        chars = distinct_characters("chars", chars)
         self.itos: list[str] = [*SPECIALS, *chars]  # id -> token
         self.stoi: dict[str, int] = {c: i for i, c in enumerate(chars, start=len(SPECIALS))}
 

@@ -17,6 +17,7 @@ from torch import nn
 from attnbook._checks import dropout_rate, positive_int, token_ids
 from attnbook._config import PresetConfig
 from attnbook.positional import LearnedPositions
+from attnbook.train.decay import decay_groups
 
 from .layers import Block
 
@@ -188,24 +189,14 @@ class GPT(nn.Module):
     ) -> torch.optim.AdamW:
         """AdamW that decays only the weight matrices (not biases, norms or the position table).
 
-        Extra keyword arguments go to :class:`torch.optim.AdamW` (for example
-        ``fused=True`` on CUDA).
+        The groups come from :func:`attnbook.train.decay_groups`. Extra keyword
+        arguments go to :class:`torch.optim.AdamW` (for example ``fused=True`` on CUDA).
 
         >>> opt = GPT(GPTConfig.preset("gpt-nano", vocab_size=10)).configure_optimizers(lr=3e-3)
         >>> [g["weight_decay"] for g in opt.param_groups]
         [0.1, 0.0]
         """
-        decay: list[nn.Parameter] = []
-        no_decay: list[nn.Parameter] = []
-        for name, p in self.named_parameters():  # each tied parameter is listed once
-            if not p.requires_grad:
-                continue
-            is_matrix = p.dim() >= 2 and not name.startswith("wpe")
-            (decay if is_matrix else no_decay).append(p)
-        groups: list[dict[str, Any]] = [
-            {"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ]
+        groups = decay_groups(self, weight_decay)  # each tied parameter is listed once
         return torch.optim.AdamW(groups, lr=lr, betas=betas, **kwargs)
 
     # -- forward ---------------------------------------------------------------

@@ -6,8 +6,9 @@ order (:mod:`~attnbook.imagegpt.sequence`), the model and bits per dimension
 (:mod:`~attnbook.imagegpt.sampling`), PixelCNN's masked convolutions
 (:mod:`~attnbook.imagegpt.pixelcnn`), masked-pixel (BERT-style) training
 (:mod:`~attnbook.imagegpt.masked`), baselines that ignore the other pixels
-(:mod:`~attnbook.imagegpt.baselines`) and linear probes
-(:mod:`~attnbook.imagegpt.probe`).
+(:mod:`~attnbook.imagegpt.baselines`), linear probes
+(:mod:`~attnbook.imagegpt.probe`) and the chapter's training recipe with early
+stopping (:mod:`~attnbook.imagegpt.training`).
 
 >>> import torch
 >>> from attnbook.imagegpt import quantize_9bit, to_sequence
@@ -18,7 +19,16 @@ torch.Size([1, 4])
 
 
 
-from .baselines import fill_rows, histogram_bits, ink_iou, ink_mask, position_histogram, position_mode, shape_agreement
+from .baselines import (
+    completion_scores,
+    fill_rows,
+    histogram_bits,
+    ink_iou,
+    ink_mask,
+    position_histogram,
+    position_mode,
+    shape_agreement,
+)
 from .masked import BidirectionalSelfAttention, MaskedPixelModel, mask_pixels, masked_pixel_bits, masked_pixel_loss
 from .model import IMAGEGPT_PRESETS, ImageGPT, ImageGPTConfig, bits_per_dim
 from .palette import (
@@ -34,9 +44,10 @@ from .palette import (
     quantize_9bit,
 )
 from .pixelcnn import MaskedConv2d, PixelCNN, pixelcnn_mask
-from .probe import layer_features, linear_probe, ridge_probe
+from .probe import layer_features, layer_probes, linear_probe, ridge_probe
 from .sampling import complete, evaluate_bits_per_dim, next_pixel_loss, pixel_logits, sample_images
 from .sequence import from_sequence, sequence_cost, to_sequence
+from .training import fit_early_stopped, random_batches
 
 __all__ = [
     "quantize_9bit",
@@ -65,6 +76,7 @@ __all__ = [
     "MaskedConv2d",
     "PixelCNN",
     "layer_features",
+    "layer_probes",
     "linear_probe",
     "ridge_probe",
     "BidirectionalSelfAttention",
@@ -79,4 +91,7 @@ __all__ = [
     "ink_mask",
     "shape_agreement",
     "ink_iou",
+    "completion_scores",
+    "random_batches",
+    "fit_early_stopped",
 ]

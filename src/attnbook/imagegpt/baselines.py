@@ -16,6 +16,7 @@ after turning each image into an ink mask (True = ink): :func:`shape_agreement`
 (share of pixels right, which an all-background completion already scores
 well on, because most pixels are paper) and :func:`ink_iou` (intersection over
 union of the ink, which scores an all-background completion 0).
+:func:`completion_scores` puts a model's draws beside both baselines.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from attnbook._checks import int_in_range, positive_int, token_ids
 from .sequence import to_sequence
 
 __all__ = ["position_histogram", "histogram_bits", "position_mode", "fill_rows", "ink_mask", "shape_agreement",
-           "ink_iou"]
+           "ink_iou", "completion_scores"]
 
 
 def position_histogram(tokens: torch.Tensor, vocab_size: int, *, add: float = 1.0) -> torch.Tensor:
@@ -172,3 +173,31 @@ def ink_iou(done_ink: torch.Tensor, true_ink: torch.Tensor, rows_kept: int) -> f
                          f"and {tuple(true_ink.shape)}")
     union = int((done | true).sum())
     return 1.0 if union == 0 else int((done & true).sum()) / union
+
+
+def completion_scores(draws: torch.Tensor, train: torch.Tensor, test: torch.Tensor,
+                      rows_kept: int) -> dict[str, tuple[float, float]]:
+    """``(shape_agreement, ink_iou)`` of four ways of completing ``test`` below row ``rows_kept``.
+
+    ``draws`` (K, N, H, W) holds K completions of each of the N ``test``
+    images (token ids). The rows, in order: ``"all background"`` (paper
+    below the kept rows), ``"per-position mode"`` (ink where most of
+    ``train``'s images have ink), ``"1 draw"`` (the first completion) and
+    ``"vote of K draws"`` (ink where more than half of the K draws put ink).
+
+    >>> test = torch.tensor([[[0, 0], [0, 5]]])                 # one 2 x 2 image, ink at the bottom right
+    >>> draws = torch.tensor([[[[0, 0], [0, 5]]], [[[0, 0], [0, 0]]], [[[0, 0], [0, 5]]]])  # K = 3
+    >>> completion_scores(draws, test, test, 1)
+    {'all background': (0.5, 0.0), 'per-position mode': (1.0, 1.0), '1 draw': (1.0, 1.0), 'vote of 3 draws': (1.0, 1.0)}
+    """
+    if not isinstance(draws, torch.Tensor) or draws.dim() != 4 or draws.shape[1:] != test.shape:
+        raise ValueError(f"draws must be (K, N, H, W) completions of test {tuple(test.shape)}, "
+                         f"got {tuple(getattr(draws, 'shape', ()))}")
+    true_ink = ink_mask(test)  # (N, H, W)
+    drawn_ink = ink_mask(draws.flatten(0, 1)).view(draws.shape)  # (K, N, H, W)
+    vote = drawn_ink.float().mean(0) > 0.5  # (N, H, W)
+    rows = {"all background": fill_rows(true_ink, rows_kept, False),
+            "per-position mode": fill_rows(true_ink, rows_kept, position_mode(ink_mask(train))),
+            "1 draw": drawn_ink[0], f"vote of {len(draws)} draws": vote}
+    return {name: (shape_agreement(done, true_ink, rows_kept), ink_iou(done, true_ink, rows_kept))
+            for name, done in rows.items()}

@@ -28,10 +28,9 @@ from torch import nn
 
 from attnbook._checks import token_ids
 from attnbook.attention import fused_attention, scaled_dot_product_attention
-from attnbook.gpt import GPT
 from attnbook.gpt.layers import Block, CausalSelfAttention
 
-from .model import ImageGPTConfig, bits_per_dim
+from .model import ImageGPTConfig, PixelTransformer, bits_per_dim
 from .sequence import to_sequence
 
 __all__ = ["BidirectionalSelfAttention", "MaskedPixelModel", "mask_pixels", "masked_pixel_loss",
@@ -67,7 +66,7 @@ class BidirectionalSelfAttention(CausalSelfAttention):
         return self.resid_dropout(self.c_proj(y))
 
 
-class MaskedPixelModel(nn.Module):
+class MaskedPixelModel(PixelTransformer):
     """ImageGPT's transformer made bidirectional: ``forward(seq) -> logits`` (B, T, V) for every pixel.
 
     ``seq`` (B, H*W) holds pixel ids, with ``config.mask_id`` (= ``vocab_size``)
@@ -85,11 +84,7 @@ class MaskedPixelModel(nn.Module):
     """
 
     def __init__(self, config: ImageGPTConfig) -> None:
-        super().__init__()
-        if not isinstance(config, ImageGPTConfig):
-            raise TypeError(f"config must be an ImageGPTConfig, got {type(config).__name__}")
-        self.config = config
-        self.gpt = GPT(config.gpt_config())
+        super().__init__(config)
         for block in self.gpt.h:  # same weights as the causal layer it replaces, mask dropped
             layer = cast(Block, block)
             causal = layer.attn
@@ -102,10 +97,6 @@ class MaskedPixelModel(nn.Module):
         """Id of the ``[MASK]`` token, the one after the pixel values."""
         return self.config.vocab_size
 
-    def num_params(self) -> int:
-        """Number of parameters (the tied embedding counted once), the same as ImageGPT's."""
-        return self.gpt.num_params()
-
     def _check_seq(self, seq: object) -> torch.Tensor:
         seq = token_ids("seq", seq)
         T = self.config.n_positions
@@ -113,21 +104,8 @@ class MaskedPixelModel(nn.Module):
             raise ValueError(f"seq must have shape (B, H*W) = (B, {T}) with B >= 1, got {tuple(seq.shape)}")
         return token_ids("seq", seq, self.config.vocab_size + 1)  # pixel values and [MASK]
 
-    def hidden_states(self, seq: torch.Tensor) -> list[torch.Tensor]:
-        """The residual stream (B, T, C) after the embeddings and after each block: ``n_layer + 1`` tensors."""
-        seq = self._check_seq(seq)
-        gpt = self.gpt
-        x = gpt.drop(gpt.wpe(gpt.wte(seq)))  # (B, T, C): unshifted, every pixel in its own place
-        states = [x]
-        for block in gpt.h:
-            x = block(x)  # (B, T, C)
-            states.append(x)
-        return states
-
-    def forward(self, seq: torch.Tensor) -> torch.Tensor:
-        x = self.hidden_states(seq)[-1]  # (B, T, C)
-        logits = self.gpt.lm_head(self.gpt.ln_f(x))  # (B, T, V + 1)
-        return logits[..., : self.config.vocab_size]  # (B, T, V): [MASK] is never the answer
+    def _inputs(self, seq: object) -> torch.Tensor:
+        return self._check_seq(seq)  # unshifted: every pixel (or [MASK]) in its own place
 
 
 def mask_pixels(tokens: torch.Tensor, mask_id: int, *, rate: float = 0.15,

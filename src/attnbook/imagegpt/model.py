@@ -36,6 +36,7 @@ from attnbook.gpt import GPT, GPTConfig
 __all__ = [
     "ImageGPTConfig",
     "IMAGEGPT_PRESETS",
+    "PixelTransformer",
     "ImageGPT",
     "bits_per_dim",
 ]
@@ -123,7 +124,48 @@ class ImageGPTConfig(PresetConfig):
         block = 2 * norm + 4 * C * C + 4 * C * b + 2 * C * inner + (inner + C) * b
         return self.n_layer * block + (self.vocab_size + 1 + self.n_positions) * C + norm
 
-class ImageGPT(nn.Module):
+class PixelTransformer(nn.Module):
+    """What :class:`ImageGPT` and :class:`~attnbook.imagegpt.MaskedPixelModel` share: a GPT over pixel ids.
+
+    A :class:`attnbook.gpt.GPT` with one token more than there are pixel values
+    (ImageGPT's start token, the masked model's ``[MASK]``); ``forward(seq)``
+    runs it and drops the head's row for that token, which is never a pixel.
+    A subclass says, in ``_inputs(seq)``, which token ids (B, T) the GPT reads
+    for the pixels ``seq``: ImageGPT shifts them behind the start token, the
+    masked model reads them as they are.
+    """
+
+    def __init__(self, config: ImageGPTConfig) -> None:
+        super().__init__()
+        if not isinstance(config, ImageGPTConfig):
+            raise TypeError(f"config must be an ImageGPTConfig, got {type(config).__name__}")
+        self.config = config
+        self.gpt = GPT(config.gpt_config())
+
+    def num_params(self) -> int:
+        """Number of parameters (the tied embedding counted once)."""
+        return self.gpt.num_params()
+
+    def _inputs(self, seq: object) -> torch.Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must say which ids the GPT reads (_inputs)")
+
+    def hidden_states(self, seq: torch.Tensor) -> list[torch.Tensor]:
+        """The residual stream (B, T, C) after the embeddings and after each block: ``n_layer + 1`` tensors."""
+        gpt = self.gpt
+        x = gpt.drop(gpt.wpe(gpt.wte(self._inputs(seq))))  # (B, T, C)
+        states = [x]
+        for block in gpt.h:
+            x = block(x)  # (B, T, C)
+            states.append(x)
+        return states
+
+    def forward(self, seq: torch.Tensor) -> torch.Tensor:
+        x = self.hidden_states(seq)[-1]  # (B, T, C)
+        logits = self.gpt.lm_head(self.gpt.ln_f(x))  # (B, T, V + 1)
+        return logits[..., : self.config.vocab_size]  # (B, T, V): the extra token is never a pixel
+
+
+class ImageGPT(PixelTransformer):
     """A GPT over pixel tokens: ``forward(seq) -> logits`` (B, T, V), ``logits[:, t]`` scoring ``seq[:, t]``.
 
     ``seq`` (B, T) holds pixel ids in raster order with ``1 <= T <= H W`` (a
@@ -141,17 +183,6 @@ class ImageGPT(nn.Module):
     True
     """
 
-    def __init__(self, config: ImageGPTConfig) -> None:
-        super().__init__()
-        if not isinstance(config, ImageGPTConfig):
-            raise TypeError(f"config must be an ImageGPTConfig, got {type(config).__name__}")
-        self.config = config
-        self.gpt = GPT(config.gpt_config())
-
-    def num_params(self) -> int:
-        """Number of parameters (the tied embedding counted once)."""
-        return self.gpt.num_params()
-
     def _check_seq(self, seq: object) -> torch.Tensor:
         seq = token_ids("seq", seq)
         T_max = self.config.n_positions
@@ -160,23 +191,10 @@ class ImageGPT(nn.Module):
                              f"got {tuple(seq.shape)}")
         return token_ids("seq", seq, self.config.vocab_size)
 
-    def hidden_states(self, seq: torch.Tensor) -> list[torch.Tensor]:
-        """The residual stream (B, T, C) after the embeddings and after each block: ``n_layer + 1`` tensors."""
+    def _inputs(self, seq: object) -> torch.Tensor:
         seq = self._check_seq(seq)
         start = torch.full_like(seq[:, :1], self.config.start_id)  # (B, 1)
-        inp = torch.cat([start, seq[:, :-1]], dim=1)  # (B, T): shifted right by one behind the start token
-        gpt = self.gpt
-        x = gpt.drop(gpt.wpe(gpt.wte(inp)))  # (B, T, C)
-        states = [x]
-        for block in gpt.h:
-            x = block(x)  # (B, T, C)
-            states.append(x)
-        return states
-
-    def forward(self, seq: torch.Tensor) -> torch.Tensor:
-        x = self.hidden_states(seq)[-1]  # (B, T, C)
-        logits = self.gpt.lm_head(self.gpt.ln_f(x))  # (B, T, V + 1)
-        return logits[..., : self.config.vocab_size]  # (B, T, V): the start token is never a pixel
+        return torch.cat([start, seq[:, :-1]], dim=1)  # (B, T): shifted right by one behind the start token
 
 
 def bits_per_dim(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

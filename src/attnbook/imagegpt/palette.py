@@ -28,18 +28,8 @@ import torch
 
 from attnbook._checks import positive_int, token_ids
 
-__all__ = [
-    "quantize_9bit",
-    "dequantize_9bit",
-    "grey_levels",
-    "kmeans_step",
-    "kmeans_palette",
-    "kmeans_inertia",
-    "nearest_colour",
-    "palette_quantize",
-    "palette_dequantize",
-    "psnr",
-]
+__all__ = ["quantize_9bit", "dequantize_9bit", "grey_levels", "kmeans_step", "kmeans_palette", "kmeans_inertia",
+           "nearest_colour", "palette_quantize", "palette_dequantize", "psnr"]
 
 _BITS = 3  # bits kept per channel
 _SHIFT = 8 - _BITS  # 5 low bits dropped

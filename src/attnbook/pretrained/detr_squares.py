@@ -26,9 +26,8 @@ import torch
 
 from attnbook.data import SquareScenes, make_square_scenes
 from attnbook.pretrained._recipe import Recipe, Settings, Trained
-from attnbook.train import fit
 from attnbook.vit import box_cxcywh_to_xyxy, box_iou
-from attnbook.vit.detr import DETRConfig, TinyDETR, matched_box_iou, set_loss
+from attnbook.vit.detr import DETRConfig, TinyDETR, matched_box_iou, train_detr
 
 __all__ = ["RECIPE", "TRAINING", "THRESHOLDS", "scenes", "make", "claimed", "scene_scores", "train", "evaluate"]
 
@@ -96,15 +95,8 @@ def train(settings: Settings, **overrides: Any) -> Trained:
     config = DETRConfig(eos_coef=cfg["eos_coef"])
     torch.manual_seed(settings.seed)
     model = TinyDETR(config)
-    g = torch.Generator().manual_seed(settings.seed)
-
-    def batch():
-        idx = torch.randint(0, len(data.images), (cfg["batch_size"],), generator=g).tolist()
-        return data.images[idx], [data.labels[i] for i in idx], [data.boxes[i] for i in idx]
-
-    fit(model, lambda m, b: set_loss(m(b[0]), b[1], b[2], config)[0], batch, steps=steps, lr=cfg["lr"],
-        weight_decay=cfg["weight_decay"], schedule="cosine", warmup_steps=min(100, steps // 10),
-        device=settings.device, progress=False)
+    train_detr(model, data, steps=steps, batch_size=cfg["batch_size"], lr=cfg["lr"], weight_decay=cfg["weight_decay"],
+               generator=torch.Generator().manual_seed(settings.seed), device=settings.device)
     model = model.cpu()
     threshold, by = _choose_threshold(model)
     full = {**dataclasses.asdict(config), "threshold": threshold}

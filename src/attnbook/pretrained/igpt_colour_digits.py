@@ -19,12 +19,10 @@ from attnbook.data import load_digits, make_coloured_digits, split_indices
 from attnbook.imagegpt import (
     ImageGPT,
     complete,
+    completion_scores,
     evaluate_bits_per_dim,
-    ink_iou,
-    ink_mask,
     next_pixel_loss,
     quantize_9bit,
-    shape_agreement,
 )
 from attnbook.pretrained import igpt_common as common
 from attnbook.pretrained._recipe import Recipe, Settings, Trained
@@ -73,18 +71,18 @@ def completions(model: ImageGPT, test: torch.Tensor, draws: int = VOTES) -> torc
 
 
 def evaluate(model: ImageGPT, config: dict, device: torch.device) -> dict[str, float]:
-    test = common.digits(colour=True)["test"]
+    data = common.digits(colour=True)
+    test = data["test"]
     model = model.to(device).eval()
     done = completions(model, test)  # (VOTES, N, 8, 8)
-    vote = ink_mask(done.flatten(0, 1)).view(done.shape).float().mean(0) > 0.5  # (N, 8, 8): most draws' ink
+    scores = completion_scores(done, data["train"], test, ROWS_KEPT)
     reused = torch.stack([torch.isin(d[ROWS_KEPT:], t[:ROWS_KEPT]).float().mean()
                           for d, t in zip(done[0], test, strict=True)])
+    one, vote = scores["1 draw"], scores[f"vote of {VOTES} draws"]
     return {
         "test_bpd": evaluate_bits_per_dim(model, test.to(device)),
-        "completion_agreement": shape_agreement(ink_mask(done[0]), ink_mask(test), ROWS_KEPT),
-        "completion_ink_iou": ink_iou(ink_mask(done[0]), ink_mask(test), ROWS_KEPT),
-        "vote_agreement": shape_agreement(vote, ink_mask(test), ROWS_KEPT),
-        "vote_ink_iou": ink_iou(vote, ink_mask(test), ROWS_KEPT),
+        "completion_agreement": one[0], "completion_ink_iou": one[1],
+        "vote_agreement": vote[0], "vote_ink_iou": vote[1],
         "completion_colour_reuse": float(reused.mean()),
     }
 

@@ -9,7 +9,6 @@ the 179 test images. The recipe is chapter 5's, run longer than a page may:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -21,17 +20,17 @@ from attnbook.imagegpt import (
     ImageGPTConfig,
     MaskedPixelModel,
     evaluate_bits_per_dim,
+    fit_early_stopped,
     grey_levels,
-    layer_features,
-    linear_probe,
+    layer_probes,
     mask_pixels,
     masked_pixel_bits,
     quantize_9bit,
+    random_batches,
     to_sequence,
 )
 from attnbook.pretrained._recipe import Settings
 from attnbook.runtime import seed_everything
-from attnbook.train import fit
 
 STEPS, BATCH, LR, EVAL_EVERY = 2000, 32, 3e-3, 100  # the same budget for every igpt-* checkpoint
 SMOKE_STEPS = 4
@@ -67,20 +66,12 @@ def train_early_stopped(model: torch.nn.Module, loss_fn: Callable[[Any, Any], to
     sidecar (steps, best step, its score)."""
     steps, every = (SMOKE_STEPS, 2) if settings.smoke else (steps, EVAL_EVERY)
     warmup = min(WARMUP, steps // 2) if schedule == "cosine" else 0
-    best: dict[str, Any] = {"val": math.inf, "step": 0}  # and "state", the best weights so far
-
-    def evaluate(m: torch.nn.Module) -> dict[str, float]:
-        score = val_score(m)
-        if score < best["val"]:
-            best.update(val=score, state={k: v.detach().clone() for k, v in m.state_dict().items()})
-        return {"val": score}
-
-    history = fit(model, loss_fn, make_batch, steps=steps, lr=LR, schedule=schedule, warmup_steps=warmup,
-                  device=settings.device, progress=False, eval_fn=evaluate, eval_every=every)
-    best_step = min(history.evals, key=lambda e: e["val"])["step"]
-    model.load_state_dict(best.pop("state"))
+    history = fit_early_stopped(model, loss_fn, make_batch, steps=steps, lr=LR, eval_every=every,
+                                scores=lambda m: {"val": val_score(m)}, monitor="val", schedule=schedule,
+                                warmup_steps=warmup, device=settings.device, progress=False)
+    best = history.best("val", mode="min")
     return {"steps": steps, "batch": BATCH, "lr": LR, "schedule": schedule, "eval_every": every,
-            "best_step": best_step, "best_val": round(best["val"], 4), "train_seconds": round(history.seconds, 1),
+            "best_step": best["step"], "best_val": round(best["val"], 4), "train_seconds": round(history.seconds, 1),
             "val_curve": [[e["step"], round(e["val"], 4)] for e in history.evals]}
 
 
@@ -88,7 +79,19 @@ def batches(train: torch.Tensor, settings: Settings) -> tuple[Callable[[], torch
     """A callable giving ``BATCH`` random training images (B, H, W), seeded by ``settings.seed``."""
     seed_everything(settings.seed)
     g = torch.Generator().manual_seed(settings.seed)
-    return lambda: train[torch.randint(len(train), (BATCH,), generator=g)], g
+    return random_batches(train, BATCH, generator=g), g
+
+
+def start(make: Callable[[dict], torch.nn.Module], settings: Settings) -> tuple:
+    """What a grey-digits recipe begins with: ``(data, config, next_batch, generator, model)``.
+
+    The model (``make`` of the ``digits-8x8`` preset) is built after the
+    seeding of :func:`batches`, so its initial weights follow ``settings.seed``.
+    """
+    data = digits()
+    config = preset_dict("digits-8x8")
+    next_batch, g = batches(data["train"], settings)
+    return data, config, next_batch, g, make(config)
 
 
 def masked_test_pixels(test: torch.Tensor) -> torch.Tensor:
@@ -98,12 +101,9 @@ def masked_test_pixels(test: torch.Tensor) -> torch.Tensor:
 
 def probe_accuracies(model: ImageGPT | MaskedPixelModel, data: dict[str, torch.Tensor]) -> dict[str, float]:
     """Linear-probe test accuracy on the mean-pooled features of every layer: ``probe_layer0`` ..."""
-    out = {}
-    for layer in range(model.config.n_layer + 1):
-        train_f = layer_features(model, to_sequence(data["train"]), layer)
-        test_f = layer_features(model, to_sequence(data["test"]), layer)
-        out[f"probe_layer{layer}"] = linear_probe(train_f, data["train_labels"], test_f, data["test_labels"])
-    return out
+    accuracies = layer_probes(model, to_sequence(data["train"]), data["train_labels"], to_sequence(data["test"]),
+                              data["test_labels"])
+    return {f"probe_layer{layer}": accuracy for layer, accuracy in enumerate(accuracies)}
 
 
 def digits_metrics(model: ImageGPT | MaskedPixelModel, config: dict, device: torch.device) -> dict[str, float]:

@@ -17,10 +17,7 @@ def make(config: dict) -> ImageGPT:
 
 
 def train(settings: Settings) -> Trained:
-    data = common.digits()
-    config = common.preset_dict("digits-8x8")
-    make_batch, _ = common.batches(data["train"], settings)
-    model = make(config)
+    data, config, make_batch, _, model = common.start(make, settings)
     val = data["val"].to(settings.device)
     notes = common.train_early_stopped(model, next_pixel_loss, make_batch,
                                        lambda m: evaluate_bits_per_dim(m, val), settings)

@@ -21,10 +21,7 @@ def make(config: dict) -> MaskedPixelModel:
 
 
 def train(settings: Settings) -> Trained:
-    data = common.digits()
-    config = common.preset_dict("digits-8x8")
-    images, g = common.batches(data["train"], settings)
-    model = make(config)
+    data, config, images, g, model = common.start(make, settings)
     mask_id = model.mask_id
 
     def make_batch():
@@ -43,9 +40,5 @@ RECIPE = Recipe(
     name="igpt-digits-masked",
     summary="the same transformer made bidirectional and trained on 15 % masked grey pixels (BERT-style); "
             "chapter 5 compares it with igpt-digits-ar",
-    data=common.DIGITS_DATA,
-    make=make,
-    train=train,
-    evaluate=common.digits_metrics,
-    tolerance=common.TOLERANCE,
+    data=common.DIGITS_DATA, make=make, train=train, evaluate=common.digits_metrics, tolerance=common.TOLERANCE,
 )

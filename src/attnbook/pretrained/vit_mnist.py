@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from attnbook.data import load_mnist5k
 from attnbook.pretrained._recipe import Recipe, Settings, Trained
-from attnbook.train import fit
+from attnbook.train import decay_groups, fit
 from attnbook.vit import ViT, ViTConfig, attention_maps, attention_rollout, class_token_share, patchify
 from attnbook.vit.classify import evaluate_accuracy, shifted_batches
 from attnbook.vit.maps import position_similarity, row_column_contrast
@@ -58,18 +58,6 @@ def split() -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torc
 
 def make(config: dict) -> ViT:
     return ViT(ViTConfig(**config))
-
-
-def _groups(model: ViT, weight_decay: float, pos_weight_decay: float) -> list[dict]:
-    """AdamW groups: matrices decayed, the positions decayed by their own rate, the rest not."""
-    decay: list[torch.nn.Parameter] = []
-    pos: list[torch.nn.Parameter] = []
-    rest: list[torch.nn.Parameter] = []
-    for name, p in model.named_parameters():
-        (pos if name == "pos_embed" else rest if p.dim() < 2 or name in ("cls_token", "reg_token")
-         else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": pos, "weight_decay": pos_weight_decay},
-            {"params": rest, "weight_decay": 0.0}]
 
 
 def ink_patches(images: torch.Tensor, patch_size: int) -> torch.Tensor:
@@ -104,7 +92,8 @@ def train(settings: Settings, **overrides: Any) -> Trained:
         train_set, test = (train_set[0][:256], train_set[1][:256]), (test[0][:64], test[1][:64])
     torch.manual_seed(settings.seed)
     model = make(config)
-    optimizer = torch.optim.AdamW(_groups(model, cfg["weight_decay"], cfg["pos_weight_decay"]), lr=cfg["lr"])
+    optimizer = torch.optim.AdamW(decay_groups(model, cfg["weight_decay"], position_decay=cfg["pos_weight_decay"]),
+                                  lr=cfg["lr"])
     generator = torch.Generator().manual_seed(settings.seed)
     history = fit(
         model, lambda m, b: F.cross_entropy(m(b[0]), b[1], label_smoothing=cfg["label_smoothing"]),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from attnbook._checks import distinct_characters
+
 __all__ = ["CharTokenizer"]
 
 
@@ -30,14 +32,7 @@ class CharTokenizer:
 
     def __init__(self, chars: Iterable[str]) -> None:
         """``chars`` lists the alphabet; the id of a character is its position."""
-        if isinstance(chars, str):
-            chars = list(chars)
-        itos = list(chars)
-        for c in itos:
-            if not isinstance(c, str) or len(c) != 1:
-                raise ValueError(f"every entry of chars must be a single character, got {c!r}")
-        if len(set(itos)) != len(itos):
-            raise ValueError("chars must not repeat a character")
+        itos = distinct_characters("chars", chars)
         self.itos: list[str] = itos
         self.stoi: dict[str, int] = {c: i for i, c in enumerate(itos)}
 

@@ -15,10 +15,12 @@ replaces occurrences from left to right without overlap (``aaa`` becomes
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 __all__ = ["get_stats", "merge"]
 
 Pair = tuple[int, int]
+T = TypeVar("T")  # an id: an int for BPE, a string unit for WordPiece
 
 
 def get_stats(ids: Sequence[int], counts: dict[Pair, int] | None = None) -> dict[Pair, int]:
@@ -44,11 +46,12 @@ def get_stats(ids: Sequence[int], counts: dict[Pair, int] | None = None) -> dict
     return counts
 
 
-def merge(ids: Sequence[int], pair: Pair, idx: int) -> list[int]:
+def merge(ids: Sequence[T], pair: tuple[T, T], idx: T) -> list[T]:
     """Replace every occurrence of ``pair`` in ``ids`` with the new id ``idx``.
 
     Occurrences are taken from left to right and never overlap, so the result
-    does not depend on anything but the input.
+    does not depend on anything but the input. The ids may be of any kind that
+    compares with ``==``: WordPiece merges its string units with it.
 
     >>> merge([1, 2, 3, 1, 2], (1, 2), 4)
     [4, 3, 4]
@@ -61,7 +64,7 @@ def merge(ids: Sequence[int], pair: Pair, idx: int) -> list[int]:
     [256, 256]
     """
     first, second = pair
-    out: list[int] = []
+    out: list[T] = []
     i, n = 0, len(ids)
     while i < n:
         if ids[i] == first and i + 1 < n and ids[i + 1] == second:

@@ -38,6 +38,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import regex
 
+from .pairs import merge
+
 __all__ = ["SPECIAL_TOKENS", "encode_word", "WordPieceTokenizer"]
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0 .. 4 of a trained vocabulary
@@ -273,24 +275,7 @@ def _learn_pieces(words: list[list[str]], freq: list[int], score: str) -> Iterat
         new = a + b[2:]  # the continuation's "##" dropped
         for i in where.pop((a, b)):
             add(i, -1)
-            words[i] = _merge_units(words[i], a, b, new)
+            words[i] = merge(words[i], (a, b), new)
             add(i, +1)
         pair_count.pop((a, b), None)
         yield new
-
-
-def _merge_units(units: list[str], a: str, b: str, new: str) -> list[str]:
-    """``units`` with every adjacent ``a, b`` replaced by ``new``.
-
-    >>> _merge_units(["p", "##l", "##a", "##y"], "##a", "##y", "##ay")
-    ['p', '##l', '##ay']
-    """
-    merged, j = [], 0
-    while j < len(units):
-        if j + 1 < len(units) and units[j] == a and units[j + 1] == b:
-            merged.append(new)
-            j += 2
-        else:
-            merged.append(units[j])
-            j += 1
-    return merged

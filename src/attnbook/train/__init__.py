@@ -8,7 +8,9 @@ gradients, evaluates every ``eval_every`` steps and at the end, and returns a
 :class:`History`. With ``steps`` the schedule follows the step count (and
 ``max_seconds``, if given, only cuts the run short); with ``steps=None`` it
 follows the elapsed fraction of ``max_seconds``, so that a run with a time
-budget warms up and decays however many steps fit into it.
+budget warms up and decays however many steps fit into it. Its AdamW decays
+the weight matrices only (:func:`decay_groups`: not biases, norms, positions
+or special tokens).
 :class:`Snapshots` is an ``eval_fn`` that keeps copies of the weights during
 training, to score them afterwards.
 
@@ -22,7 +24,7 @@ comes from ``tqdm.auto``: in Jupyter it is a widget (no stream at all); in a
 terminal, a script or a test it is text, written to ``sys.stdout`` unless
 ``progress_file`` says otherwise.
 
-Modules: :mod:`.loop` (:func:`fit`), :mod:`.schedule` (:func:`lr_factor`),
+Modules: :mod:`.loop` (:func:`fit`), :mod:`.decay` (:func:`decay_groups`), :mod:`.schedule` (:func:`lr_factor`),
 :mod:`.batches` (:func:`to_device`), :mod:`.history` (:class:`History`,
 :class:`Snapshots`), :mod:`.evaluation` (:func:`evaluate`, :func:`accuracy`).
 Sibling modules: :mod:`attnbook.plots` draws a :class:`History` with
@@ -32,9 +34,11 @@ References: Loshchilov & Hutter, *Decoupled Weight Decay Regularization*
 """
 
 from .batches import to_device
+from .decay import decay_groups
 from .evaluation import accuracy, evaluate
 from .history import History, Snapshot, Snapshots
 from .loop import fit
 from .schedule import lr_factor
 
-__all__ = ["History", "fit", "evaluate", "accuracy", "to_device", "lr_factor", "Snapshot", "Snapshots"]
+__all__ = ["History", "fit", "evaluate", "accuracy", "to_device", "lr_factor", "Snapshot", "Snapshots",
+           "decay_groups"]

@@ -16,6 +16,7 @@ from attnbook._checks import positive_int, positive_number
 from attnbook.runtime import autocast, get_device
 
 from .batches import _batch_size, _batch_source, to_device
+from .decay import decay_groups
 from .history import History
 from .schedule import _SCHEDULES, _time_factor, lr_factor
 
@@ -80,7 +81,9 @@ def fit(
             tuple/list/dict of them; its tensors are moved to ``device``.
         steps: number of optimizer steps; ``None`` to train until
             ``max_seconds`` runs out, with the schedule driven by time.
-        lr, weight_decay: AdamW's settings, used only when ``optimizer`` is None.
+        lr, weight_decay: AdamW's settings, used only when ``optimizer`` is None;
+            ``weight_decay`` applies to the weight matrices only (see
+            :func:`~attnbook.train.decay_groups`).
         schedule, warmup_steps: ``"constant"`` or ``"cosine"`` after a linear
             warmup; it scales every param group's lr as found at the start
             (see :func:`lr_factor`) and restores it at the end.
@@ -164,10 +167,9 @@ def fit(
     device = get_device() if device is None else torch.device(device)
     model.to(device)
     if optimizer is None:
-        params = [p for p in model.parameters() if p.requires_grad]
-        if not params:
+        if not any(p.requires_grad for p in model.parameters()):
             raise ValueError("model has no trainable parameters (all have requires_grad=False)")
-        optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+        optimizer = torch.optim.AdamW(decay_groups(model, weight_decay), lr=lr)
     base_lrs = [group["lr"] for group in optimizer.param_groups]
     trainable = [p for group in optimizer.param_groups for p in group["params"]]
 

@@ -1,8 +1,8 @@
 """The training recipe chapter 6 uses for every image classifier, ViT or CNN.
 
-``random_shift`` -> ``shifted_batches`` -> ``decay_groups`` ->
-``evaluate_accuracy`` -> ``train_classifier``. The recipe is AdamW with weight
-decay on the weight matrices only (:func:`decay_groups`), cross-entropy with
+``random_shift`` -> ``shifted_batches`` -> ``evaluate_accuracy`` ->
+``train_classifier``. The recipe is AdamW with weight
+decay on the weight matrices only (:func:`attnbook.train.decay_groups`), cross-entropy with
 label smoothing 0.1, a cosine schedule after a short warmup, and one cheap
 regulariser: each training image moved by a random whole number of pixels (at
 most ``max_shift`` each way, the border filled with zeros). A CNN hardly
@@ -25,9 +25,7 @@ from torch import nn
 
 from attnbook.train import History, fit
 
-__all__ = ["random_shift", "shifted_batches", "decay_groups", "evaluate_accuracy", "train_classifier"]
-
-_NO_DECAY = ("pos_embed", "cls_token", "reg_token")  # ViT parameters of more than one dimension left undecayed
+__all__ = ["random_shift", "shifted_batches", "evaluate_accuracy", "train_classifier"]
 
 
 def random_shift(images: torch.Tensor, max_shift: int, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -77,26 +75,6 @@ def shifted_batches(images: torch.Tensor, labels: torch.Tensor, *, batch_size: i
     return next_batch
 
 
-def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, object]]:
-    """AdamW parameter groups: weight decay on weight matrices and kernels only.
-
-    Biases, LayerNorm gains, the positions and the class token (timm's
-    ``no_weight_decay``) are left undecayed: shrinking them towards zero only
-    fights what they have to learn.
-
-    >>> groups = decay_groups(nn.Sequential(nn.Linear(3, 2), nn.LayerNorm(2)), 0.05)
-    >>> [(g["weight_decay"], [tuple(p.shape) for p in g["params"]]) for g in groups]
-    [(0.05, [(2, 3)]), (0.0, [(2,), (2,), (2,)])]
-    """
-    decay: list[nn.Parameter] = []
-    rest: list[nn.Parameter] = []
-    for name, p in model.named_parameters():
-        if p.requires_grad:
-            keep = p.dim() < 2 or name.split(".")[-1] in _NO_DECAY
-            (rest if keep else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}]
-
-
 @torch.no_grad()
 def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 500) -> float:
     """Share of ``images`` (N, C, H, W) whose largest logit is at their label (eval mode)."""
@@ -132,11 +110,10 @@ def train_classifier(model: nn.Module, train: tuple[torch.Tensor, torch.Tensor],
     if (isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float))
             or not 0 <= label_smoothing < 1):
         raise ValueError(f"label_smoothing must be a number in [0, 1), got {label_smoothing!r}")
-    optimizer = torch.optim.AdamW(decay_groups(model, weight_decay), lr=lr)
     return fit(
         model, lambda m, b: F.cross_entropy(m(b[0]), b[1], label_smoothing=label_smoothing),
         shifted_batches(*train, batch_size=batch_size, max_shift=max_shift, generator=generator),
-        steps=steps, optimizer=optimizer, schedule="cosine", warmup_steps=min(100, steps // 10),
+        steps=steps, lr=lr, weight_decay=weight_decay, schedule="cosine", warmup_steps=min(100, steps // 10),
         eval_fn=lambda m: {"accuracy": evaluate_accuracy(m, *test)}, eval_every=eval_every,
         max_seconds=max_seconds, device=device, progress=progress,
     )

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from attnbook.gpt import GPT, generate, next_token_probs
 
-from ._common import _png
+from ._common import _png, _seed_status_image
 
 __all__ = ["sampling_explorer"]
 
@@ -70,10 +70,7 @@ def sampling_explorer(
                               style={"description_width": "initial"})
     top_p = widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05, description="top-p",
                                 continuous_update=False)
-    seed_box = widgets.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed",
-                                      layout=widgets.Layout(width="12em"))
-    status = widgets.Label()
-    image = widgets.Image(format="png")
+    seed_box, status, image = _seed_status_image(seed)
     output = widgets.Textarea(value="", description="sample", disabled=True,
                               layout=widgets.Layout(width="60em", height="10em"))
     state: dict[str, Any] = {}

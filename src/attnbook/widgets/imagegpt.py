@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from attnbook.imagegpt import ImageGPT, PixelCNN, complete, dequantize_9bit, evaluate_bits_per_dim
 
-from ._common import _png
+from ._common import _png, _seed_status_image
 
 __all__ = ["completion_explorer", "tokens_to_rgb"]
 
@@ -77,10 +77,7 @@ def completion_explorer(
     rows = widgets.IntSlider(value=H // 2, min=0, max=H, description="rows kept", continuous_update=False)
     temperature = widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature",
                                       continuous_update=False)
-    seed_box = widgets.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed",
-                                      layout=widgets.Layout(width="12em"))
-    status = widgets.Label()
-    image = widgets.Image(format="png")
+    seed_box, status, image = _seed_status_image(seed)
     box = widgets.VBox([widgets.HBox([pick, rows, temperature, seed_box]), status, image])
 
     def draw(_: object = None) -> None:

@@ -114,4 +114,4 @@ def _check(fn: Callable) -> Callable:
 
 
 check_ridge_probe = Part(name="check_ridge_probe", visible=VISIBLE, check=_check,
-                         forbidden=("attnbook.imagegpt.probe.ridge_probe", "attnbook.imagegpt.probe.linear_probe"))
+                         forbidden=("attnbook.probe.ridge_probe", "attnbook.probe.linear_probe"))
