@@ -33,6 +33,8 @@ HIDDEN = {
         Case("k = all layers", freezing._case("BertForSequenceClassification", 2, 2)),
         Case("four layers, k = 2", freezing._case("BertForSequenceClassification", 4, 2), weight=2.0),
         Case("the pretraining model", freezing._case("BertForPreTraining", 3, 1)),
+        # killed the mutant that never unfreezes (autograder/mutants.py): a model frozen before the call
+        Case("whatever their state before", freezing._case("BertForSequenceClassification", 3, 1, frozen=True)),
     ),
     "check_mlm_loss": (
         Case("batch of one", loss._case(401, 1, 13, 7)),

@@ -22,11 +22,14 @@ from ..errors import CheckFailed
 from ._common import BERT, small_config
 
 
-def _case(cls_name: str, layers: int, k: int) -> Callable[[], tuple]:
+def _case(cls_name: str, layers: int, k: int, frozen: bool = False) -> Callable[[], tuple]:
+    """A model of ``layers`` encoder layers and ``k``; ``frozen``: every parameter frozen beforehand (the
+    statement's "whatever their state before")."""
     def make():
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(layers * 10 + k)
             model = getattr(BERT, cls_name)(small_config(num_hidden_layers=layers))
+        model.requires_grad_(not frozen)
         return model, k
 
     return make
@@ -81,6 +84,9 @@ def _check(fn: Callable) -> Callable:
             ):
                 if got == variant:
                     raise CheckFailed(message)
+            if not got and not any(p.requires_grad for p in model.parameters()):
+                raise CheckFailed("nothing is trainable: a model may arrive with parameters frozen, so set "
+                                  "requires_grad=True on the ones that train, whatever their state before")
             if not (got & {n for n in want if not n.startswith("bert.encoder")}):
                 raise CheckFailed("the pooler and the classification head must stay trainable")
             raise CheckFailed("the parameters left trainable should be the top k encoder layers, the pooler and the "
