@@ -254,3 +254,17 @@ def test_a_compiled_class_is_trapped_under_every_name(route, tmp_path, monkeypat
     result, worker = grade(source, tmp_path, monkeypatch, part=TOKENIZER_PART, name="count", points=2)
     assert result.score == 0 and "calls the reference implementation" in result.message
     assert worker.called
+
+
+def test_a_model_crosses_with_its_frozen_parameters_frozen():
+    """A case may hand the student a model frozen beforehand (chapter 3's freezing part): the worker's copy
+    keeps each parameter's requires_grad, as well as its weights."""
+    from attnbook.bert import BertConfig, BertModel
+
+    model = BertModel(BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                 intermediate_size=16, max_position_embeddings=8))
+    model.embeddings.requires_grad_(False)
+    copy = _wire.decode(_wire.encode(model), handles={})  # as the worker decodes it
+    frozen = {n for n, p in copy.named_parameters() if not p.requires_grad}
+    assert frozen == {n for n, p in model.named_parameters() if not p.requires_grad} and frozen
+    assert all(torch.equal(a, b) for a, b in zip(copy.state_dict().values(), model.state_dict().values(), strict=True))

@@ -19,7 +19,7 @@ anything else           ``{"$opaque": type name}`` (worker -> judge)
 ======================  ============================================
 
 An attnbook object crosses by how to rebuild it: a model as its class, its
-config and its weights (:func:`wire_module`); a test fixture through its own
+config, its weights and which of them are frozen (:func:`wire_module`); a test fixture through its own
 ``__wire__()``. Only names under ``attnbook.`` are ever imported.
 
 The module uses the standard library and torch only: the worker imports it
@@ -115,8 +115,9 @@ def wire_module(module: torch.nn.Module) -> dict:
     cls, config = type(module), cast(Any, module).config  # an attnbook model: a dataclass config
     built_config = {"$build": [f"{type(config).__module__}.{type(config).__qualname__}",
                                encode(dataclasses.asdict(config))]}
+    frozen = [name for name, p in module.named_parameters() if not p.requires_grad]
     kwargs = {"$dict": [["config", built_config], ["$state", encode(dict(module.state_dict()))],
-                        ["$training", module.training]]}
+                        ["$training", module.training], ["$frozen", encode(frozen)]]}
     return {"$build": [f"{cls.__module__}.{cls.__qualname__}", kwargs]}
 
 
@@ -163,6 +164,9 @@ def _build(path: str, kwargs: dict) -> object:
     if "$state" in kwargs:
         obj.load_state_dict(kwargs["$state"])
         obj.train(kwargs["$training"])
+        frozen = set(kwargs.get("$frozen", ()))  # parameters arrive frozen as they were sent
+        for name, p in obj.named_parameters():
+            p.requires_grad_(name not in frozen)
     return obj
 
 
