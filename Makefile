@@ -6,7 +6,8 @@
 #   make report [STATE=folder], make export [ROSTER=roster.csv], make grader-check.
 # Maintainers: make lint runs Ruff on every .py file, then mypy on src/attnbook (settings in pyproject.toml;
 #   CI runs it before make test);
-#   make checkpoints [NAMES=...] [DEVICE=cuda] rebuilds the trained models the book loads.
+#   make checkpoints [NAMES=...] [DEVICE=cuda] rebuilds the trained models the book loads;
+#   make mutants [CHAPTERS=...] and make routes test the hidden cases and the refused routes.
 # Cleanup: make clean.
 
 PYTHON ?= python3
@@ -20,7 +21,8 @@ STATE  ?= .
 TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null && \
 	echo https://download.pytorch.org/whl/cpu)
 
-.PHONY: install data book book-instructor test lint checkpoints release collect grade report export grader-check clean
+.PHONY: install data book book-instructor test lint checkpoints release collect grade report export grader-check \
+	mutants routes clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -106,6 +108,16 @@ grader-check: install
 	ATTNBOOK_GRADING_PART_SECONDS=30 $(PY) autograder/course.py --state _build/grader-check grade --jobs $(JOBS) \
 		--require-sandbox _build/grader-check/submissions
 	$(PY) autograder/fixtures/catalogue.py check _build/grader-check/grades.csv
+
+# Prove the hidden cases: every one-edit mutant of each solution cell graded by its checks (CHAPTERS=ids,
+# default all; OUT/survivors.md lists the mutants no case catches), and every installed function that does
+# a part's whole job found (autograder/refused_routes.csv). CPU-hours for mutants, minutes for routes.
+CHAPTERS ?=
+mutants: install
+	nice -n 10 $(PY) autograder/mutants.py $(CHAPTERS)
+
+routes: install
+	nice -n 10 $(PY) autograder/routes.py
 
 clean:
 	rm -rf _build _release submitted autograded feedback results report gradebook.db grades.csv grading.log \
