@@ -25,7 +25,6 @@ from .model import ImageGPT
 __all__ = ["layer_features", "layer_probes", "linear_probe", "ridge_probe"]  # the probes: attnbook.probe
 
 
-@torch.no_grad()
 def layer_features(model: ImageGPT | MaskedPixelModel, seq: torch.Tensor, layer: int, *,
                    batch_size: int = 256) -> torch.Tensor:
     """Mean over positions of the residual stream after block ``layer``: features (B, C).
@@ -41,10 +40,20 @@ def layer_features(model: ImageGPT | MaskedPixelModel, seq: torch.Tensor, layer:
     >>> layer_features(model, torch.randint(8, (5, 64)), layer=2).shape
     torch.Size([5, 64])
     """
+    _require_model(model)
+    int_in_range("layer", layer, 0, model.config.n_layer, " (0 .. n_layer)")
+    return _pooled_layers(model, seq, batch_size)[layer]
+
+
+def _require_model(model: object) -> None:
     if not isinstance(model, (ImageGPT, MaskedPixelModel)):
         raise TypeError(f"model must be an ImageGPT or a MaskedPixelModel, got {type(model).__name__}")
-    n_layer = model.config.n_layer
-    int_in_range("layer", layer, 0, n_layer, " (0 .. n_layer)")
+
+
+@torch.no_grad()
+def _pooled_layers(model: ImageGPT | MaskedPixelModel, seq: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """Every layer's mean-pooled residual stream from one forward pass: (n_layer + 1, B, C) float32 on the CPU."""
+    _require_model(model)
     positive_int("batch_size", batch_size)
     seq = token_ids("seq", seq, dim=2)
     device = next(model.parameters()).device
@@ -52,12 +61,12 @@ def layer_features(model: ImageGPT | MaskedPixelModel, seq: torch.Tensor, layer:
     model.eval()
     try:
         feats = [
-            model.hidden_states(batch.to(device))[layer].mean(dim=1).float().cpu()  # (b, T, C) -> (b, C)
+            torch.stack([h.mean(dim=1) for h in model.hidden_states(batch.to(device))]).float().cpu()  # (L+1, b, C)
             for batch in seq.split(batch_size)
         ]
     finally:
         model.train(was_training)
-    return torch.cat(feats)
+    return torch.cat(feats, dim=1)
 
 
 def layer_probes(model: ImageGPT | MaskedPixelModel, train_seq: torch.Tensor, train_labels: torch.Tensor,
@@ -72,6 +81,5 @@ def layer_probes(model: ImageGPT | MaskedPixelModel, train_seq: torch.Tensor, tr
     >>> len(layer_probes(model, seq[:10], labels[:10], seq[10:], labels[10:]))   # layers 0 and 1
     2
     """
-    return [linear_probe(layer_features(model, train_seq, layer), train_labels,
-                         layer_features(model, test_seq, layer), test_labels)
-            for layer in range(model.config.n_layer + 1)]
+    train, test = _pooled_layers(model, train_seq, 256), _pooled_layers(model, test_seq, 256)  # (L+1, N, C)
+    return [linear_probe(train[layer], train_labels, test[layer], test_labels) for layer in range(len(train))]
