@@ -325,7 +325,9 @@ class Chapter:
         with open(out / f"{self.assignment}-survivors.md", "w") as f:
             f.write(f"# Surviving mutants of {self.assignment}\n\n"
                     "Each block is one mutant that scored full marks: a cosmic-ray mutant's first line names its\n"
-                    "operator, a rule mutant's (autograder/mutation/rules/) the rule it breaks. Made by\n\n")
+                    "operator, a rule mutant's (autograder/mutation/rules/) the rule it breaks. A survivor that\n"
+                    "computes the same thing as the solution, under the part's statement, is explained in a comment\n"
+                    "beside the part's cases in autograder/hidden/; any other needs a hidden case. Made by\n\n")
             f.write("".join(f"- `{line.removeprefix('# ')}`\n" for line in self.header))
             for cell in cells:
                 for rules in (False, True):
