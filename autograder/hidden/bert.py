@@ -17,7 +17,8 @@ HIDDEN = {
         Case("one label", classifier._case(503, 4, 3, 6, 1)),
         Case("float64", classifier._case(504, 2, 6, 16, 5, torch.float64)),
         Case("non-contiguous hidden states", classifier._case(505, 3, 5, 8, 2, strided=True)),
-        # killed the rule mutant dropout=0.0 for the default 0.1 (autograder/mutation/rules/03-bert.py)
+        # killed the rule mutants dropout=0.0 for the default 0.1 and dropout(classifier(pooled))
+        # (autograder/mutation/rules/03-bert.py)
         Case("built without a dropout rate (training mode)", classifier._case(506, 4, 3, 16, 16, train=True)),
     ),
     "check_bert_embeddings": (

@@ -65,6 +65,7 @@ HIDDEN = {
         Case("non-contiguous source", greedy._greedy_case(20, 1.5, 3, 6, 8, lengths=(6, 3, 5), strided=True)),
         # killed the mutant done |= next_id <= eos_id (autograder/mutants.py): an EOS above the other ids
         Case("another EOS id", greedy._greedy_case(14, 1.5, 4, 6, 10, lengths=(6, 5, 4, 3), eos_id=9)),
+        # killed the rule mutant that starts from BOS 1 whatever bos_id is (autograder/mutation/rules/)
         Case("another BOS id", greedy._greedy_case(20, 1.5, 3, 7, 10, lengths=(7, 4, 2), bos_id=5)),
     ),
     "check_translation_loss": (

@@ -59,6 +59,8 @@ RULES = {
         ("the [CLS] vector, position 0", "hidden_states[:, 0]", "hidden_states[:, -1]"),
         ("the pooler has a tanh", "torch.tanh(self.pooler(", "torch.relu(self.pooler("),
         ("dropout defaults to 0.1", "dropout=0.1):", "dropout=0.0):"),
+        ("dropout on the pooled vector, before the classifier", "return self.classifier(self.dropout(pooled))",
+         "return self.dropout(self.classifier(pooled))"),
         ("classifier(dropout(pooled))", "return self.classifier(self.dropout(pooled))",
          "return self.classifier(self.dropout(self.pooler(hidden_states[:, 0])))"),
     ],

@@ -36,8 +36,8 @@ class Reference(nn.Module):
 
 def _case(seed: int, B: int, T: int, C: int, n: int, dtype: torch.dtype = torch.float32,
           strided: bool = False, train: bool = False) -> Callable[[], tuple]:
-    """``train``: built without ``dropout``, with an identity classifier (``n == C``), and run in training
-    mode too, where the default rate, 0.1, shows in the logits."""
+    """``train``: built without ``dropout``, with an identity classifier weight (``n == C``), and run in
+    training mode too, where the default rate, 0.1, and the dropout's place, before the classifier, show."""
 
     def make():
         g = torch.Generator().manual_seed(seed)
@@ -69,10 +69,9 @@ def _check(cls: Callable) -> Callable:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             ref = Reference(*sizes).to(h.dtype).eval()
-        if train:  # the classifier passes dropout's output through: logits = dropout(pooled)
+        if train:  # the classifier passes dropout's output through: logits = dropout(pooled) + b_c
             with torch.no_grad():
                 ref.classifier.weight.copy_(torch.eye(*ref.classifier.weight.shape))
-                ref.classifier.bias.zero_()
         module = build_loaded(cls, sizes, ref, h.dtype, "ClsClassifier", "(hidden_size, num_labels)")
         with torch.no_grad():
             result = run_student(module, h.clone(), what="ClsClassifier.forward")
@@ -85,7 +84,7 @@ def _check(cls: Callable) -> Callable:
             raise first_match(out, _variants(ref, h), "the logits differ from "
                               "classifier(dropout(tanh(pooler(hidden_states[:, 0]))))")
         if train:
-            require_default_dropout(module, (h,), expected, seed, "ClsClassifier")
+            require_default_dropout(module, (h,), expected, seed, "ClsClassifier", ref.classifier.bias.detach())
 
     return check_one
 
