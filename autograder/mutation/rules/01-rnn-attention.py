@@ -12,6 +12,8 @@ RULES = {
     "additive_solution": [
         ("W has no bias (U's bias is b)",
          "nn.Linear(query_size, attn_size, bias=False)", "nn.Linear(query_size, attn_size, bias=True)"),
+        ("U's bias is b", "nn.Linear(key_size, attn_size)", "nn.Linear(key_size, attn_size, bias=False)"),
+        ("v has no bias", "nn.Linear(attn_size, 1, bias=False)", "nn.Linear(attn_size, 1, bias=True)"),
         ("give W(query) a key axis, so that each sequence's state meets its own keys",
          "self.W(query).unsqueeze(1)", "self.W(query).unsqueeze(0)"),
         ("-inf where mask is False", 'e.masked_fill(~mask, float("-inf"))', "e.masked_fill(~mask, -10.0)"),

@@ -85,6 +85,7 @@ RULES = {
         ("padding is not scored, whatever pad_id is", "ignore_index=pad_id", "ignore_index=0"),
         ("the mean over the target tokens", "ignore_index=pad_id", "ignore_index=pad_id, reduction='sum'"),
         ("in nats", "return F.cross_entropy(", "return 1.4426950408889634 * F.cross_entropy("),
+        ("loss.backward() reaches the model", "ignore_index=pad_id\n    )", "ignore_index=pad_id\n    ).detach()"),
     ],
     "greedy_solution": [
         ("BOS is bos_id", "torch.full((B, 1), bos_id,", "torch.full((B, 1), 1,"),

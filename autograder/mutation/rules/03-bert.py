@@ -45,6 +45,8 @@ RULES = {
         ("only the positions whose label is not -100", "labels.reshape(-1), ignore_index=-100",
          "labels.reshape(-1).clamp(min=0), ignore_index=-100"),
         ("the mean over the chosen positions", "ignore_index=-100", "ignore_index=-100, reduction='sum'"),
+        ("a 0-dim tensor that loss.backward() goes through", "ignore_index=-100\n    )",
+         "ignore_index=-100\n    ).detach()"),
     ],
     "nsp_solution": [
         ("half of the pairs are consecutive", "torch.rand((), generator=generator) < 0.5",
@@ -67,6 +69,8 @@ RULES = {
     "freeze_solution": [
         ("the embeddings are frozen", "[model.bert.embeddings, *layers[: len(layers) - k]]",
          "[*layers[: len(layers) - k]]"),
+        ("the pooler and the head stay trainable", "[model.bert.embeddings, *layers[: len(layers) - k]]",
+         "[model.bert.embeddings, *[m for m in [model.bert.pooler] if m is not None], *layers[: len(layers) - k]]"),
         ("the top k layers train, the others are frozen", "layers[: len(layers) - k]]", "layers[k:]]"),
         ("whatever their state before", "    for p in model.parameters():\n        p.requires_grad = True\n", ""),
         ("the number of values, p.numel()", "sum(p.numel() for", "sum(1 for"),
