@@ -17,6 +17,9 @@ HIDDEN = {
         Case("one label", classifier._case(503, 4, 3, 6, 1)),
         Case("float64", classifier._case(504, 2, 6, 16, 5, torch.float64)),
         Case("non-contiguous hidden states", classifier._case(505, 3, 5, 8, 2, strided=True)),
+        # killed the rule mutants dropout=0.0 for the default 0.1 and dropout(classifier(pooled))
+        # (autograder/mutation/rules/03-bert.py)
+        Case("built without a dropout rate (training mode)", classifier._case(506, 4, 3, 16, 16, train=True)),
     ),
     "check_bert_embeddings": (
         Case("one sentence", embeddings._input([5, 6], None)),
@@ -27,6 +30,10 @@ HIDDEN = {
         Case("float64", embeddings._embed(4, 2, 6, 17, 16, 12, dtype=torch.float64)),
         Case("all positions of the table", embeddings._embed(5, 2, 12, 9, 8, 12)),
         Case("non-contiguous ids", embeddings._embed(6, 3, 5, 13, 8, 9, strided=True)),
+        # killed the mutants type_vocab_size=3 and =1 for the default 2 (autograder/mutants.py)
+        Case("built without type_vocab_size", embeddings._embed(7, 2, 6, 15, 8, 8, S=None)),
+        # killed the rule mutants dropout=0.0 for the default 0.1 and LayerNorm(dropout(x)) (rules/03-bert.py)
+        Case("built without a dropout rate (training mode)", embeddings._embed(8, 3, 6, 14, 16, 8, S=None, train=True)),
     ),
     "check_freeze_all_but_top": (
         Case("k = 0: only the head trains", freezing._case("BertForSequenceClassification", 2, 0), weight=2.0),
@@ -44,6 +51,10 @@ HIDDEN = {
         Case("the gradient reaches the logits", loss._case(405, 2, 7, 6, grad=True), weight=2.0),
         Case("non-contiguous logits and labels", loss._case(406, 3, 6, 9, strided=True)),
     ),
+    # Equivalent mutants (autograder/mutants.py): & -> * between boolean masks (their product is their and);
+    # < -> <= against a uniform draw (equality has probability 0); u > 0.9 or u >= 0.9 for u < 0.9, which
+    # takes the random 10 % from [0.9, 1) and keeps [0.8, 0.9): the same shares, which is all the statement
+    # asks.
     "check_mask_tokens": (
         Case("mlm_probability 0.3", masking._case(301, 300, 400, 50, masking.SPECIAL, 4, p=0.3), weight=2.0),
         Case("other special ids and [MASK] id", masking._case(302, 250, 400, 40, (5, 6, 7, 9), 9, p=0.2), weight=2.0),
@@ -52,13 +63,26 @@ HIDDEN = {
         Case("non-contiguous ids", masking._case(305, 300, 400, 45, masking.SPECIAL, 4, mode="strided")),
         Case("a seeded generator repeats the draw",
              masking._case(306, 8, 64, 30, masking.SPECIAL, 4, mode="repeat"), weight=2.0),
+        # killed the mutants mlm_probability=1.15 and -0.85 for the default 0.15 (autograder/mutants.py)
+        Case("mlm_probability left out", masking._case(307, 300, 400, 50, masking.SPECIAL, 4, p=None)),
+        # killed special_ids - {mask_id} and ^ {mask_id}: mask_id is special, in special_ids or not
+        Case("[MASK] not in special_ids, among the ids", masking._case(308, 300, 400, 30, (0, 2, 3, 1), 4)),
+        Case("[MASK] tokens among the ids", masking._case(309, 300, 400, 50, masking.SPECIAL, 4, masked_share=0.05)),
     ),
+    # Equivalent mutants (autograder/mutants.py): the coin turned round (> 0.5, >= 0.5, not < 0.5, <= 0.5 for
+    # < 0.5) is still a fair coin, which is all the statement asks.
     "check_nsp_pairs": (
         Case("balance over 2000 pairs", nsp._case(2001, 501), weight=2.0),
         Case("a few lines", nsp._case(4, 502)),
         Case("a few lines", nsp._case(5, 503)),
         Case("a seeded generator repeats the pairs", nsp._case(300, 504, "repeat"), weight=2.0),
+        # killed randint(n >> 1), randint(n - 2), j == i + 1, j is i + 1, j >= i | 1 and j >= i ^ 1
+        # (autograder/mutants.py): each random line of a short text, counted over many calls
+        Case("the random line is uniform over the others", nsp._case(4, 505, "uniform")),
     ),
+    # Equivalent mutants (autograder/mutants.py): start <= 0 for start == 0 (start is never negative);
+    # start != len(word) and start is not len(word) for start < len(word) (start goes up to len(word) and
+    # stops there; small ints are one object each).
     "check_wordpiece_encode": (
         Case("longest match first", wordpiece._case(["unaff", "plain", "playings", "sing", "affable"], ("##able",))),
         Case("unknown words", wordpiece._case(["unaffablex", "xyz", "pla", "playz"]), weight=2.0),

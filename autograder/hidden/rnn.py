@@ -28,6 +28,9 @@ HIDDEN = {
         Case("non-contiguous inputs, padding in every row",
              additive_scores._case(107, 3, 6, (4, 5, 6), masked=True, all_padded=True, noncontiguous=True)),
     ),
+    # Equivalent mutants (autograder/mutants.py): torch.cat([...], dim=1) or dim=+1 for dim=-1, in both
+    # concatenations: e, context and hidden are (B, E), (B, C), (B, H) by the statement, 2-D, so axis 1 is
+    # the last axis.
     "check_decoder_step": (
         Case("no mask", decoder_step._case(401, 3, 4, (7, 5, 6, 4, 3), masked=False)),
         Case("embedding as wide as the context", decoder_step._case(402, 3, 6, (11, 6, 4, 6, 5)), weight=2.0),
@@ -47,6 +50,7 @@ HIDDEN = {
         Case("dot, float64, batch of one, one key",
              luong_scores._case(206, 1, 1, 3, 3, general=False, masked=True, dtype=torch.float64)),
     ),
+    # Equivalent mutants: softmax(scores, dim=1) or dim=+1 for dim=-1: scores is (B, S) by the statement.
     "check_sample_hard_attention": (
         Case("no padding", sample_hard_attention._case(501, 3, 5, 2, 3000)),
         Case("float64, padding",
@@ -59,6 +63,11 @@ HIDDEN = {
         Case("the generator it is given",
              sample_hard_attention._case(507, 2, 4, 3, 1000, masked=True, reseeded=True), weight=2.0),
     ),
+    # Equivalent mutants: softmax(..., dim=1) or dim=+1 and scores.shape[1] or shape[+1] for -1: scores is
+    # (B, S) by the statement. onehot + weights and onehot ** weights for onehot - weights: the advantages
+    # f_n - f̄ sum to zero over the draws, so any term that does not depend on the draw n (here ±γ) adds
+    # γ · Σ_n (f_n - f̄) = 0 (up to rounding); onehot ** γ is onehot except where γ = 0 (padding, 0 ** 0 = 1),
+    # again the same for every draw.
     "check_score_function_gradient": (
         Case("two samples", score_function_gradient._case(601, 2, 4, 3, 2, 4000), weight=2.0),
         Case("a large constant in the loss",
@@ -70,6 +79,7 @@ HIDDEN = {
              score_function_gradient._case(605, 2, 5, 3, 6, 1500, masked=True, noncontiguous=True)),
         Case("the generator it is given", score_function_gradient._case(606, 2, 4, 2, 4, 1000, reseeded=True)),
     ),
+    # Equivalent mutants: softmax(scores, dim=1) or dim=+1 for dim=-1: scores is (B, S) by the statement.
     "check_soft_attention": (
         Case("no padding", soft_attention._case(301, 3, 4, 6)),
         Case("batch of one, one real key", soft_attention._case(302, 1, 5, 2, masked=True, lengths=(1,))),

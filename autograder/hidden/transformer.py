@@ -22,6 +22,8 @@ from attnbook.grading.transformer import (
 )
 
 HIDDEN = {
+    # Equivalent mutant (autograder/mutants.py): tgt_mask * causal for tgt_mask & causal: both are boolean,
+    # and the product of two boolean tensors is their logical and, a boolean tensor.
     "check_decoder_block": (
         Case("source padding", decoder.block_case(602, 3, 5, 6, 12, 3, 24, memory_mask=True), weight=2.0),
         Case("target and source padding", decoder.block_case(603, 2, 6, 4, 8, 2, 16, True, True), weight=2.0),
@@ -49,6 +51,7 @@ HIDDEN = {
         Case("batch of one, one position, padding mask", encoder.block_case(506, 1, 1, None, 8, 2, 16, tgt_mask=True)),
         Case("non-contiguous x, padding mask", encoder.block_case(507, 3, 4, None, 8, 2, 16, tgt_mask=True, swap=True)),
     ),
+    # Equivalent mutants: argmax(dim=1) or dim=+1 for dim=-1: logits[:, -1] is (B, V), 2-D.
     "check_greedy_decode": (
         Case("padded sources", greedy._greedy_case(20, 1.5, 4, 7, 10, lengths=(7, 4, 2, 6)), weight=2.0),
         Case("batch of one", greedy._greedy_case(13, 1.5, 1, 5, 9, lengths=(5,))),
@@ -60,6 +63,10 @@ HIDDEN = {
         Case("another padding id", greedy._greedy_case(20, 1.5, 3, 7, 10, lengths=(7, 4, 2), pad_id=7)),
         Case("batch of one, padded source", greedy._greedy_case(31, 2.5, 1, 6, 8, lengths=(3,))),
         Case("non-contiguous source", greedy._greedy_case(20, 1.5, 3, 6, 8, lengths=(6, 3, 5), strided=True)),
+        # killed the mutant done |= next_id <= eos_id (autograder/mutants.py): an EOS above the other ids
+        Case("another EOS id", greedy._greedy_case(14, 1.5, 4, 6, 10, lengths=(6, 5, 4, 3), eos_id=9)),
+        # killed the rule mutant that starts from BOS 1 whatever bos_id is (autograder/mutation/rules/)
+        Case("another BOS id", greedy._greedy_case(20, 1.5, 3, 7, 10, lengths=(7, 4, 2), bos_id=5)),
     ),
     "check_translation_loss": (
         Case("padded targets, odd lengths", loss._case(22, 4, 7, 9, (7, 1, 4, 6)), weight=2.0),
@@ -79,6 +86,8 @@ HIDDEN = {
         Case("padding mask, non-contiguous ids", masks._padding_case(306, 3, 6, 0, lengths=(6, 2, 4), strided=True)),
         Case("padding mask, batch of one, padding id 5", masks._padding_case(307, 1, 6, 5, lengths=(3,))),
     ),
+    # Equivalent mutant (autograder/mutants.py): mask.dim() >= 3 for mask.dim() == 3: the statement's masks
+    # broadcast to (B, T, S), so none has more than three axes.
     "check_multi_head_attention": (
         Case("causal mask (T, T)", mha._mha_case(403, 2, 6, None, 12, 3, "causal")),
         Case("padding mask, batch size differs from heads", mha._mha_case(404, 3, 4, 7, 8, 2, "padding"), weight=2.0),
@@ -105,6 +114,8 @@ HIDDEN = {
         Case("batch of one, one position, padding mask", prenorm._case(807, 1, 1, 8, 2, 16, 0.2, mask=True)),
         Case("non-contiguous x, padding mask, dropout 0.3",
              prenorm._case(808, 3, 4, 8, 2, 16, 0.3, mask=True, swap=True)),
+        # killed the mutants dropout=1.0 and dropout=-1.0 for the default 0.0 (autograder/mutants.py)
+        Case("built without a dropout rate (training mode)", prenorm._case(809, 2, 5, 8, 2, 16, None, mask=True)),
     ),
     "check_scaled_dot_product_attention": (
         Case("batch of one, odd lengths", sdpa._plain(101, (1,), 7, 5, 16, 3)),

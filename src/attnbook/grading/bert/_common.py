@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .._core import private_modules
+import torch
+
+from .._compare import close, require_tensor
+from .._core import private_modules, run_student
+from ..errors import CheckFailed
 
 if TYPE_CHECKING:  # the checks build the private copy's class, which has the same fields
     from attnbook.bert import BertConfig
@@ -20,3 +25,28 @@ def small_config(**overrides: object) -> BertConfig:
     fields = dict(vocab_size=23, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16,
                   max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     return BERT.BertConfig(**{**fields, **overrides})
+
+
+DEFAULT_DROPOUT = 0.1  # the dropout rate of BertEmbeddings and ClsClassifier when it is left out
+
+
+def require_default_dropout(module: torch.nn.Module, args: tuple, expected: torch.Tensor, seed: int,
+                            what: str, offset: torch.Tensor | float = 0.0) -> None:
+    """``module``, built without a dropout rate, in training mode: its dropout, the last step but for an added
+    ``offset``, must use the default rate 0.1 -- each value of the output less ``offset`` either 0 or the
+    eval-mode value ``expected`` less ``offset``, / 0.9."""
+    module.train()
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed)
+        out = require_tensor(run_student(module, *(a.clone() for a in args), what=f"{what}.forward"),
+                             f"the output of {what}")
+    module.eval()
+    if out.shape != expected.shape:
+        raise CheckFailed(f"in training mode the output of {what} should have the shape it has in eval mode")
+    out, expected = out - offset, expected - offset
+    kept = out != 0
+    scale: Callable[[torch.Tensor], torch.Tensor] = lambda t: t / (1 - DEFAULT_DROPOUT)  # noqa: E731
+    if not close(out[kept], scale(expected[kept])):
+        raise CheckFailed(f"built without a dropout rate, {what} in training mode is not dropout at the default "
+                          f"rate {DEFAULT_DROPOUT} applied last: each output value should be 0 or the eval-mode "
+                          f"value / {1 - DEFAULT_DROPOUT:g}")

@@ -19,6 +19,7 @@ from .._core import build_loaded, run_student
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 from ..steps import require_shape
+from ._common import require_default_dropout
 
 
 class Reference(nn.Module):
@@ -34,12 +35,15 @@ class Reference(nn.Module):
 
 
 def _case(seed: int, B: int, T: int, C: int, n: int, dtype: torch.dtype = torch.float32,
-          strided: bool = False) -> Callable[[], tuple]:
+          strided: bool = False, train: bool = False) -> Callable[[], tuple]:
+    """``train``: built without ``dropout``, with an identity classifier weight (``n == C``), and run in
+    training mode too, where the default rate, 0.1, and the dropout's place, before the classifier, show."""
+
     def make():
         g = torch.Generator().manual_seed(seed)
         h = torch.randn(T, B, C, generator=g, dtype=dtype).transpose(0, 1) if strided else \
             torch.randn(B, T, C, generator=g, dtype=dtype)
-        return seed, (C, n), h
+        return (seed, (C, n), h, True) if train else (seed, (C, n), h)
 
     return make
 
@@ -61,10 +65,13 @@ VISIBLE = (Case("two labels", _case(1, 3, 5, 8, 2)),)
 
 
 def _check(cls: Callable) -> Callable:
-    def check_one(seed, sizes, h):
+    def check_one(seed, sizes, h, train=False):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             ref = Reference(*sizes).to(h.dtype).eval()
+        if train:  # the classifier passes dropout's output through: logits = dropout(pooled) + b_c
+            with torch.no_grad():
+                ref.classifier.weight.copy_(torch.eye(*ref.classifier.weight.shape))
         module = build_loaded(cls, sizes, ref, h.dtype, "ClsClassifier", "(hidden_size, num_labels)")
         with torch.no_grad():
             result = run_student(module, h.clone(), what="ClsClassifier.forward")
@@ -76,6 +83,8 @@ def _check(cls: Callable) -> Callable:
         if not close(out, expected):
             raise first_match(out, _variants(ref, h), "the logits differ from "
                               "classifier(dropout(tanh(pooler(hidden_states[:, 0]))))")
+        if train:
+            require_default_dropout(module, (h,), expected, seed, "ClsClassifier", ref.classifier.bias.detach())
 
     return check_one
 

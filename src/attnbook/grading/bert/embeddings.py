@@ -20,30 +20,37 @@ from .._core import build_loaded, run_student
 from ..engine import Case, Part, by_kind, first_match
 from ..errors import CheckFailed
 from ..steps import require_int_list, require_shape
-from ._common import BERT, small_config
+from ._common import BERT, require_default_dropout, small_config
+
+DEFAULT_TYPES = 2  # BertEmbeddings' type_vocab_size when it is left out
 
 
 def _input(a: list[int], b: list[int] | None, cls_id: int = 2, sep_id: int = 3) -> Callable[[], tuple]:
     return lambda: ("input", list(a), None if b is None else list(b), cls_id, sep_id)
 
 
-def _embed(seed: int, B: int, T: int, V: int, C: int, P: int, S: int = 2, dtype: torch.dtype = torch.float32,
-           strided: bool = False) -> Callable[[], tuple]:
+def _embed(seed: int, B: int, T: int, V: int, C: int, P: int, S: int | None = 2, dtype: torch.dtype = torch.float32,
+           strided: bool = False, train: bool = False) -> Callable[[], tuple]:
+    """``S=None``: the module is built without ``type_vocab_size``, whose default, 2, is checked;
+    ``train``: without ``dropout`` either, and run in training mode too, where its default, 0.1, shows."""
+
     def make():
+        sizes = (V, C, P) if S is None else (V, C, P, S)
+        types = DEFAULT_TYPES if S is None else S
         g = torch.Generator().manual_seed(seed)
         if strided:  # (B, T) views of (T, B) tensors
             ids = torch.randint(V, (T, B), generator=g).t()
-            seg = torch.randint(S, (T, B), generator=g).t()
+            seg = torch.randint(types, (T, B), generator=g).t()
         else:
             ids = torch.randint(V, (B, T), generator=g)
-            seg = torch.randint(S, (B, T), generator=g)
-        return "embed", seed, (V, C, P, S), ids, seg, dtype
+            seg = torch.randint(types, (B, T), generator=g)
+        return "embed", seed, sizes, ids, seg, dtype, train
 
     return make
 
 
 def _reference(sizes: tuple, seed: int, dtype: torch.dtype) -> Any:  # the private copy's BertEmbeddings
-    V, C, P, S = sizes
+    V, C, P, S = sizes if len(sizes) == 4 else (*sizes, DEFAULT_TYPES)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         ref = BERT.BertEmbeddings(small_config(vocab_size=V, hidden_size=C, max_position_embeddings=P,
@@ -104,7 +111,7 @@ def _variants(ref: Any, ids: torch.Tensor, seg: torch.Tensor) -> list[tuple[str,
 
 
 def _check_embed(cls: Callable, seed: int, sizes: tuple, ids: torch.Tensor, seg: torch.Tensor,
-                 dtype: torch.dtype) -> None:
+                 dtype: torch.dtype, train: bool = False) -> None:
     ref = _reference(sizes, seed, dtype)
     module = build_loaded(cls, sizes, ref, dtype, "BertEmbeddings",
                           "(vocab_size, hidden_size, max_position_embeddings, type_vocab_size)")
@@ -118,6 +125,8 @@ def _check_embed(cls: Callable, seed: int, sizes: tuple, ids: torch.Tensor, seg:
     if not close(out, expected):
         raise first_match(out, _variants(ref, ids, seg), "the output differs from LayerNorm(word + segment + "
                           "position embeddings)")
+    if train:
+        require_default_dropout(module, (ids, seg), expected, seed, "BertEmbeddings")
 
 
 _check = by_kind(input=_check_input, embed=_check_embed)

@@ -27,17 +27,25 @@ from ..steps import require_pair, require_shape, require_unchanged, snapshot
 from ._common import IGNORE
 
 Z = 6.0
+DEFAULT_P = 0.15  # mask_tokens' mlm_probability when the call leaves it out
 
 
-def _case(seed: int, B: int, T: int, vocab: int, special: tuple[int, ...], mask_id: int, p: float = 0.15,
-          mode: str = "") -> Callable[[], tuple]:
-    """(B, T) ids: [CLS] at 0, [SEP] in the middle and at the end, padding after a random length."""
+def _case(seed: int, B: int, T: int, vocab: int, special: tuple[int, ...], mask_id: int, p: float | None = 0.15,
+          mode: str = "", masked_share: float = 0.0) -> Callable[[], tuple]:
+    """(B, T) ids: [CLS] at 0, [SEP] in the middle and at the end, padding after a random length.
+
+    ``p=None``: the call leaves ``mlm_probability`` out, and its default, 0.15, is checked. A ``mask_id``
+    that is not in ``special`` is drawn among the ordinary ids, and must never be chosen all the same;
+    ``masked_share``: that share of the tokens is ``mask_id`` already (never chosen either).
+    """
 
     def make():
         g = torch.Generator().manual_seed(seed)
         pad, cls, sep = special[0], special[1], special[2]
         ordinary = torch.tensor([i for i in range(vocab) if i not in special])
         ids = ordinary[torch.randint(len(ordinary), (B, T), generator=g)]
+        if masked_share:
+            ids[torch.rand((B, T), generator=g) < masked_share] = mask_id
         if T >= 4:
             ids[:, 0], ids[:, T // 2], ids[:, -1] = cls, sep, sep
             lengths = torch.randint(T // 2 + 1, T + 1, (B,), generator=g)
@@ -53,10 +61,11 @@ def _within(count: float, n: float, p: float) -> bool:
     return abs(count - n * p) <= Z * (n * p * (1 - p)) ** 0.5 + 2
 
 
-def _call(fn: Callable, ids: torch.Tensor, special: list[int], vocab: int, mask_id: int, p: float, seed: int
-          ) -> tuple[torch.Tensor, torch.Tensor]:
+def _call(fn: Callable, ids: torch.Tensor, special: list[int], vocab: int, mask_id: int, p: float | None,
+          seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     before = snapshot(ids)
-    result = run_student(fn, ids, list(special), vocab, torch.Generator().manual_seed(seed), p, mask_id=mask_id,
+    rate = () if p is None else (p,)  # None: mlm_probability left to its default
+    result = run_student(fn, ids, list(special), vocab, torch.Generator().manual_seed(seed), *rate, mask_id=mask_id,
                          what="mask_tokens")
     require_unchanged(before, ids, message="mask_tokens changed ids in place: build new tensors (ids.clone())")
     inputs, labels = require_pair(result, "mask_tokens", ("inputs", "labels"))
@@ -126,9 +135,10 @@ def _check_proportions(ids: torch.Tensor, special: list[int], vocab: int, mask_i
 def _check(fn: Callable) -> Callable:
     def check_one(ids, special, vocab, mask_id, p, seed, mode):
         inputs, labels = _call(fn, ids, special, vocab, mask_id, p, seed)
-        chosen = _check_rules(ids, special, inputs, labels)
+        stated = sorted(set(special) | {mask_id})  # mask_id is special, in special_ids or not
+        chosen = _check_rules(ids, stated, inputs, labels)
         if mode in ("", "strided"):
-            _check_proportions(ids, special, vocab, mask_id, p, inputs, chosen)
+            _check_proportions(ids, stated, vocab, mask_id, DEFAULT_P if p is None else p, inputs, chosen)
         elif mode == "repeat":
             again = _call(fn, ids, special, vocab, mask_id, p, seed)
             if not (torch.equal(again[0], inputs) and torch.equal(again[1], labels)):

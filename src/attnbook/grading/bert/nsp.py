@@ -5,7 +5,9 @@ Exact rules: ``a`` runs through ``lines[:-1]`` in order, ``is_next`` says
 whether ``b`` is ``lines[i + 1]``, and a random ``b`` is never the true next
 line (the lines of a case are all different). The balance is checked against
 a fair coin (6 standard deviations; an exact half passes too), and random
-``b`` must come from all over the text, not from a fixed neighbour.
+``b`` must come from all over the text, not from a fixed neighbour; a
+``"uniform"`` case calls it ``DRAWS`` times on a short text and counts each
+pair's random lines, which must be uniform over the other lines.
 
 >>> lines, seed, mode = CHECK.visible[0].make()
 >>> len(lines), lines[0]
@@ -24,6 +26,7 @@ from ..errors import CheckFailed
 from ..steps import require_unchanged, snapshot
 
 Z = 6.0
+DRAWS = 400  # calls of a "uniform" case, each with its own seed
 WORDS = ("to be", "or not", "that is", "the question", "whether", "tis nobler")
 
 
@@ -63,6 +66,23 @@ def _check_pairs(lines: list[str], pairs: list[tuple]) -> list[int]:
     return offsets
 
 
+def _check_uniform(fn: Callable, lines: list[str], seed: int) -> None:
+    """Over ``DRAWS`` calls (seeds ``seed``, ``seed + 1``, ...) on a short text, the random ``b`` of each pair ``i``
+    must follow the exact rules every time and come up as often as each of the other ``n - 1`` lines."""
+    n = len(lines)
+    counts = torch.zeros(n - 1, n)  # [i, j]: how often pair i took lines[j] at random
+    for r in range(1, DRAWS):
+        pairs = _pairs(fn, lines, seed + r)
+        for i, offset in zip([i for i, p in enumerate(pairs) if not p[2]], _check_pairs(lines, pairs), strict=True):
+            counts[i, i + offset] += 1
+    for i in range(n - 1):
+        drawn, q = float(counts[i].sum()), 1.0 / (n - 1)
+        spread = Z * (drawn * q * (1 - q)) ** 0.5 + 2
+        if bool(((counts[i] - drawn * q).abs() > spread)[torch.arange(n) != i + 1].any()):
+            raise CheckFailed("the random sentence b is not drawn uniformly from the other lines: every line but "
+                              "lines[i + 1] (lines[i] included) should come up equally often")
+
+
 def _check(fn: Callable) -> Callable:
     def check_one(lines, seed, mode):
         pairs = _pairs(fn, lines, seed)
@@ -75,6 +95,8 @@ def _check(fn: Callable) -> Callable:
         if len(offsets) >= 20 and len(set(offsets)) <= 3:
             raise CheckFailed("the random sentence is always taken at the same distance from a: draw it at random "
                               "from the whole text")
+        if mode == "uniform":
+            _check_uniform(fn, lines, seed)
         if mode == "repeat":
             if _pairs(fn, lines, seed) != pairs:
                 raise CheckFailed("two calls with generators seeded alike gave different pairs: draw with the "

@@ -27,11 +27,17 @@ if TYPE_CHECKING:
     from attnbook.transformer import Transformer
 
 
-def _greedy_case(seed, eos_bias, B, S, max_len, lengths=None, pad_id=PAD, strided=False):
-    """A model, a source (B, S) of content tokens and padding, BOS, EOS and max_len."""
+def _greedy_case(seed, eos_bias, B, S, max_len, lengths=None, pad_id=PAD, strided=False, eos_id=EOS, bos_id=BOS):
+    """A model, a source (B, S) of content tokens and padding, BOS, EOS and max_len (``eos_id``: the model's
+    output rows of EOS and ``eos_id`` swapped, so that ``eos_id`` ends its sequences; ``bos_id``: the
+    decoder starts from another token)."""
 
     def make():
         model = greedy_test_model(seed, eos_bias)
+        if eos_id != EOS:
+            with torch.no_grad():
+                for p in (model.head.weight, model.head.bias):
+                    p[[EOS, eos_id]] = p[[eos_id, EOS]].clone()
         if pad_id != PAD:  # the model pads with pad_id, and never predicts it
             model.config = model.config.replace(pad_id=pad_id)
             with torch.no_grad():
@@ -39,7 +45,7 @@ def _greedy_case(seed, eos_bias, B, S, max_len, lengths=None, pad_id=PAD, stride
         ids = token_ids(seed, B, S, pad_id, vocab=11, lengths=lengths)
         ids[ids == BOS] = 3  # the source holds content tokens and padding only
         ids[ids == EOS] = 4
-        return model, ids.t().contiguous().t() if strided else ids, BOS, EOS, max_len
+        return model, ids.t().contiguous().t() if strided else ids, bos_id, eos_id, max_len
 
     return make
 

@@ -27,7 +27,8 @@ from ._common import TR, encoder_sublayer_problem
 
 
 def _case(seed, B, T, d_model, nh, d_ff, dropout=0.0, *, mask=False, dtype=torch.float32, swap=False):
-    """An encoder case of :func:`attnbook.grading._shared.block_case` whose sizes end with the dropout rate."""
+    """An encoder case of :func:`attnbook.grading._shared.block_case` whose sizes end with the dropout rate
+    (``None``: the block is built without one, and compared in training mode, where its default, 0.0, shows)."""
     make_block = block_case(seed, B, T, None, d_model, nh, d_ff, tgt_mask=mask, dtype=dtype, swap=swap)
 
     def make():
@@ -79,6 +80,15 @@ def _check(cls: Callable) -> Callable:
 
     def check_one(seed, sizes, x, _memory, mask, _unused):
         *dims, dropout = sizes
+        if dropout is None:  # built without a rate: the default, 0.0, drops nothing even in training mode
+            module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=0.0, norm_first=True), tuple(dims), seed,
+                                       x.dtype, what)
+            module.train()
+            out, expected = run_block(module, ref, x, (), {"mask": mask}, what)
+            if not close(out, expected):
+                raise CheckFailed("built without a dropout rate, the block drops values in training mode: the "
+                                  "default rate is dropout=0.0")
+            return
         module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=dropout, norm_first=True), sizes, seed,
                                    x.dtype, what)
         out, expected = run_block(module, ref, x, (), {"mask": mask}, what)
