@@ -44,6 +44,7 @@ from copydetect.utils import highlight_overlap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # course.py, beside this file
 import course  # noqa: E402 (after its folder is on the path)
+import intake  # noqa: E402
 
 NOISE = 20  # characters of filtered code per hashed run: of 15-35, the widest gap on the catalogue (tests)
 THRESHOLD = 0.5  # the share of an answer's hashed code found in the other: see tests/test_similarity.py
@@ -188,10 +189,11 @@ def similar(part: str, by_student: dict[str, str], stub: str, ref: str, threshol
 
 def class_matches(state: Path, assignment: str, threshold: float = THRESHOLD) -> list[Match]:
     """Every similar pair among the notebooks of ``assignment`` in ``state/submitted``, part by part
-    (parts in notebook order); a notebook that cannot be read is left out."""
+    (parts in notebook order); the notebook compared is the one grading reads (a misnamed copy,
+    ``exercises (1).ipynb``, included), and one that cannot be read is left out."""
     by_part: dict[str, dict[str, str]] = {p: {} for p in parts(assignment)}
     for folder in sorted((state / "submitted").glob(f"*/{assignment}")):
-        nb, _ = course._read_submission(folder / course.NOTEBOOK)
+        nb, _ = intake.read_submission(folder, course._read_submission)
         if nb is not None:
             try:
                 for part, code in answers(nb, assignment).items():

@@ -13,8 +13,6 @@ import hashlib
 import html
 import importlib.util
 import os
-import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -107,92 +105,6 @@ def test_feedback_names_the_mistake_and_keeps_every_secret(graded):
 def test_no_process_outlives_its_submission(graded):
     strays = subprocess.run(["pgrep", "-f", "attnbook-hostile-sleeper"], capture_output=True, text=True)
     assert strays.stdout == ""
-
-
-def gradebook_rows(state: Path) -> list[tuple]:
-    """Every grade in the state's gradebook: (student, assignment, cell, auto score, manual score, needs manual
-    grade, submitted at)."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{state / 'gradebook.db'}") as gb:
-        return sorted((sub.student.id, assignment.name, grade.name, grade.auto_score, grade.manual_score,
-                       grade.needs_manual_grade, str(sub.timestamp))
-                      for assignment in gb.assignments for sub in gb.assignment_submissions(assignment.name)
-                      for nb in sub.notebooks for grade in nb.grades)
-
-
-def formgrader_api(state: Path):
-    """nbgrader's API as the formgrader makes it: the course's nbgrader_config.py, with the state's folders."""
-    from nbgrader.apps.api import NbGraderAPI
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "autograder")).load_config()
-    for folder in ("submitted", "autograded", "feedback"):
-        config.CourseDirectory[f"{folder}_directory"] = str(state / folder)
-    config.CourseDirectory.db_url = f"sqlite:///{state / 'gradebook.db'}"
-    return NbGraderAPI(config=config)
-
-
-def test_incremental_grading_equals_a_full_run_and_the_formgrader_agrees(tmp_path):
-    """A class of three (blank, solution, a wrong answer) graded two at a time; the wrong student resubmits
-    and is regraded alone (``--student``) while a late student's notebook waits; a plain run grades the late
-    one only. Every output then equals a fresh full run's, byte for byte, whatever ``--jobs`` was; the
-    formgrader shows each submission autograded, none needing manual grading, and refuses its Autograde."""
-    from nbgrader.api import Gradebook
-
-    feedback_filters = harness.load(ROOT / "autograder" / "feedback_filters.py", "feedback_filters")
-    book_assets = harness.load(ROOT / "tools" / "book_assets.py", "book_assets")
-    assignment = "03-bert"  # the cheapest chapter to grade
-    first, second = "bert_issue_mistakes", "bert_issue_mistakes_2"
-    built, state, fresh = tmp_path / "built", tmp_path / "state", tmp_path / "fresh"
-    catalogue.build_submissions(built, {name: catalogue.ANSWERS[name] for name in (first, second)})
-    submissions, late = tmp_path / "submissions", tmp_path / "late"
-    for name, target in [("blank", submissions / "blank"), ("solution", submissions / "solution"),
-                         (first, submissions / "ada"), (second, late / "ada"), ("blank", late / "latecomer")]:
-        shutil.copytree(built / name, target)
-    (submissions / "solution" / assignment / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC\n")
-
-    done = course("--state", str(state), "grade", "--jobs", "2", str(submissions))
-    assert done.returncode == 0 and "graded 3 submissions, kept the results of 0" in done.stdout, done.stderr
-    done = course("--state", str(state), "grade", "--jobs", "1", "--student", "ada", str(late))
-    assert done.returncode == 0 and "graded 1 submissions, kept the results of 2" in done.stdout, done.stderr
-    assert "1 submissions not graded yet" in done.stderr and "latecomer" not in (state / "grades.csv").read_text()
-    done = course("--state", str(state), "grade", "--jobs", "1")
-    assert done.returncode == 0 and "graded 1 submissions, kept the results of 3" in done.stdout, done.stderr
-    done = course("--state", str(fresh), "grade", "--jobs", "2", str(state / "submitted"))
-    assert done.returncode == 0 and "graded 4 submissions, kept the results of 0" in done.stdout, done.stderr
-
-    assert (state / "grades.csv").read_text() == (fresh / "grades.csv").read_text()
-    for folder in ("results", "autograded", "feedback"):
-        assert digests(state / folder) == digests(fresh / folder), folder
-    rows = gradebook_rows(state)
-    assert rows == gradebook_rows(fresh) and len({row[:2] for row in rows}) == 4
-    assert not any(row[5] for row in rows)  # no grade needs manual grading
-    assert (state / "submitted" / "ada" / assignment / "exercises.ipynb").read_bytes() == \
-        (late / "ada" / assignment / "exercises.ipynb").read_bytes()
-    mathjax = book_assets.mathjax().decode()
-    for page in sorted((state / "feedback").rglob("*.html")):  # MathJax inline: the maths shows offline
-        text = page.read_text()
-        assert "cdnjs" not in text and not re.search(r"<(script|link)[^>]+(src|href)=.https?:", text), page
-        assert mathjax in text and feedback_filters._MATHJAX_CONFIG in text, page
-
-    api = formgrader_api(state)
-    for student in ("blank", "solution", "ada", "latecomer"):
-        shown = api.get_submission(assignment, student)
-        assert shown["autograded"] and not shown["needs_manual_grade"], shown
-    kept = digests(state / "autograded"), rows
-    refused = api.autograde(assignment, "solution")  # the formgrader's Autograde button
-    assert not refused["success"] and "`make grade`" in refused["log"], refused
-    on_the_command_line = subprocess.run(
-        [sys.executable, "-m", "nbgrader", "autograde", assignment, "--student", "ada",
-         *[f"--CourseDirectory.{f}_directory={state / f}" for f in ("submitted", "autograded")],
-         f"--CourseDirectory.db_url=sqlite:///{state / 'gradebook.db'}"],
-        capture_output=True, text=True, cwd=ROOT / "autograder")
-    assert on_the_command_line.returncode != 0 and "`make grade`" in on_the_command_line.stderr
-    assert (digests(state / "autograded"), gradebook_rows(state)) == kept  # nothing touched
-    with Gradebook(f"sqlite:///{state / 'gradebook.db'}") as gb:
-        solution = gb.find_submission(assignment, "solution")
-        assert solution.score == solution.max_score > 0 and not solution.needs_manual_grade
 
 
 def test_without_bubblewrap_grading_refuses_before_touching_anything(tmp_path):

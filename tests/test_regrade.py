@@ -3,7 +3,7 @@
 ``autograder/gradecache.py`` decides which submissions ``make grade`` grades
 again: a change of the submission, of the assignment's source or released
 notebook, of the grader's code or of its settings must change the key, and
-nothing else may. ``tests/test_autograder.py`` grades a class incrementally
+nothing else may. ``tests/test_term.py`` grades a class incrementally
 and compares every output with a full run's.
 """
 

@@ -2,7 +2,7 @@
 
 No notebook is graded: the state folder holds the files ``course.py grade``
 writes (grades.csv, the results JSONs, a feedback page) and three submitted
-notebooks, two of which share an answer (from the similarity catalogue).
+notebooks, two of which share an answer (from the similarity catalogue), one of them misnamed.
 """
 
 import csv
@@ -71,7 +71,8 @@ def state(tmp_path):
         nb = nbformat.from_dict(json.loads(json.dumps(released)))
         next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "sdpa_solution").source = code
         (tmp_path / "submitted" / student / A).mkdir(parents=True)
-        nbformat.write(nb, tmp_path / "submitted" / student / A / "exercises.ipynb")
+        name = "exercises (1).ipynb" if student == "bo" else "exercises.ipynb"  # misnamed: graded, and compared
+        nbformat.write(nb, tmp_path / "submitted" / student / A / name)
     feedback = tmp_path / "feedback" / "ada" / A / "exercises.html"
     feedback.parent.mkdir(parents=True)
     feedback.write_text("<html>ada's feedback</html>")
