@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _cgroups, earlier, sandbox
+from . import _cgroups, _refuse, earlier, sandbox
 from ._remote import Worker, WorkerGone
 from .engine import Part
 from .errors import CheckFailed
@@ -123,35 +123,13 @@ def defining_path(path: str) -> str:
     return f"{home}.{obj.__name__}" if isinstance(home, str) and home.startswith("attnbook.") else path
 
 
-def _stub(path: str) -> list[ast.stmt]:
-    return ast.parse(f"import _wire\n_wire.reference_called({path!r})").body
-
-
-def _strip(source: str, module: str, names: dict[str, str]) -> str:
-    """``source`` with the functions and classes ``names`` reduced to stubs that raise.
-
-    ``names`` maps each name defined in ``module`` to the path its stub
-    reports (the forbidden path as the part spells it).
-    """
-    tree, found = ast.parse(source), set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
-            node.body, node.decorator_list = _stub(names[node.name]), []
-            found.add(node.name)
-        elif isinstance(node, ast.ClassDef) and node.name in names:
-            methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            for item in methods:
-                item.body, item.decorator_list = _stub(names[node.name]), []
-            node.body = [ast.Pass(), *methods]
-            found.add(node.name)
-    if names.keys() - found:
-        raise ValueError(f"forbidden names not defined in {module}: {sorted(names.keys() - found)}")
-    return ast.unparse(tree)
-
-
 @functools.cache
 def package_sources(forbidden: tuple[str, ...]) -> tuple[dict, list]:
-    """attnbook as the worker gets it for a part: (module name -> source, package names)."""
+    """attnbook as the worker gets it for a part: (module name -> source, package names).
+
+    The attnbook names in ``forbidden`` are stubs where they are defined (:func:`._refuse.stripped`);
+    the worker refuses the others at run time.
+    """
     by_module: dict[str, dict[str, str]] = {}
     for path in forbidden:
         if path.startswith("attnbook."):
@@ -166,7 +144,7 @@ def package_sources(forbidden: tuple[str, ...]) -> tuple[dict, list]:
         if file.name == "__init__.py":
             packages.append(name)
         source = file.read_text()
-        sources[name] = _strip(source, name, by_module.pop(name)) if name in by_module else source
+        sources[name] = _refuse.stripped(source, name, by_module.pop(name)) if name in by_module else source
     if by_module:
         raise ValueError(f"forbidden names in unknown modules: {sorted(by_module)}")
     return sources, packages
