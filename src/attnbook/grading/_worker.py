@@ -1,8 +1,8 @@
 """The student's side of grading: run a submission's cells, then the calls the judge asks for.
 
 Started by the judge inside the sandbox as ``python -I _worker.py``, beside
-copies of ``_wire.py`` and ``_refuse.py``; it never sees the judge's code, the references of the
-part being judged, or any file of the course. The process imports torch once
+copies of ``_wire.py`` and ``_refuse.py``; it never sees the judge's code, the
+references of the part being judged, or any file of the course. The process imports torch once
 (the *host*), then forks one child per graded part:
 
 1. the child imports ``attnbook`` from sources the judge sends for that part
