@@ -56,6 +56,7 @@ import nbformat
 import torch
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.plugins import get_operator, operator_names
+from inprocess import run_cell
 
 from attnbook.grading import judge
 from attnbook.measure import machine_header
@@ -125,26 +126,17 @@ def _clock(seconds: int):
         signal.signal(signal.SIGALRM, old)
 
 
-def _run(source: str, namespace: dict, name: str) -> None:
-    """Execute a cell's code in ``namespace``, quietly."""
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        exec(compile(source, f"<{name}>", "exec"), namespace)
+_run = run_cell  # a cell's code, quietly
 
 
 def _grade(namespace: dict, calls: list[judge.TestCall], points: float) -> float:
-    """The points a test cell gives the objects in ``namespace``: the visible cases first, then all of them."""
-    score = 0.0
+    """The points a test cell gives the objects in ``namespace``, as the judge scores it, quietly."""
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for call in calls:
-            objects = tuple(namespace.get(name) for name in call.names)
-            try:
-                call.check(*objects)
-                score = call.check(*objects, points=call.points or points) or 0.0
-            except Exception:  # CheckFailed, or the student's code raising: no points
-                return 0.0
-    return score
+        try:
+            return judge.score_test_cell(calls, namespace, points)[0]
+        except Exception:  # a check that fails on what a mutant returned: no points
+            return 0.0
 
 
 class Notebook:

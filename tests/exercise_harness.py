@@ -13,16 +13,14 @@ Load it with :func:`load` (the tests run with ``--import-mode=importlib``, so
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
-import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
 
 from attnbook.grading import earlier, judge, sandbox
-from attnbook.grading.errors import CheckFailed
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "exercises.ipynb"
@@ -51,6 +49,7 @@ def load(path: Path, name: str):
 
 answers = load(ROOT / "autograder" / "fixtures" / "catalogue.py", "catalogue")
 course = load(ROOT / "autograder" / "course.py", "course")
+inprocess = load(ROOT / "autograder" / "inprocess.py", "inprocess")
 
 
 def read(path: Path) -> nbformat.NotebookNode:
@@ -64,15 +63,6 @@ def grade_id(cell) -> str | None:
 def phrases(message) -> list[str]:
     """A catalogue entry's ``message``: None, one phrase or a list of them -> a list."""
     return [] if not message else [message] if isinstance(message, str) else list(message)
-
-
-def grade(objects: tuple, check: Callable, points: float) -> tuple[float, str]:
-    """(points, message) as nbgrader sees them: the visible check first, then the hidden one."""
-    try:
-        check(*objects)
-        return check(*objects, points=points), ""
-    except CheckFailed as err:
-        return 0, str(err)
 
 
 class Exercise:
@@ -124,19 +114,15 @@ class Exercise:
     @staticmethod
     def _execute(cells: list[str], namespace: dict) -> dict:
         for source in cells:
-            try:
-                with warnings.catch_warnings():  # a cell's own warnings are no test cell's business
-                    warnings.simplefilter("ignore")
-                    exec(compile(source, "<cell>", "exec"), namespace)
-            except Exception:  # a broken or blank answer; its test cell reports it
-                pass
+            with contextlib.suppress(Exception):  # a broken or blank answer; its test cell reports it
+                inprocess.run_cell(source, namespace)
         return namespace
 
     def _grade(self, gid: str, namespace: dict, capsys) -> tuple[float, str]:
-        check, names = self.checks[gid]
+        """(points, message and what the checks printed) of test cell ``gid``, as the judge scores it."""
         if capsys:
             capsys.readouterr()  # what the notebook's own cells printed is not the check's message
-        points, message = grade(tuple(namespace.get(n) for n in names), check, self.points[gid])
+        points, message = judge.score_test_cell(self.calls[gid], namespace, self.points[gid])
         return points, message + (capsys.readouterr().out if capsys else "")
 
     @functools.cached_property

@@ -19,7 +19,8 @@ import torch
 import attnbook.attention
 from attnbook import grading
 from attnbook.grading import _shared
-from attnbook.grading._core import references_trapped, run_student
+from attnbook.grading._core import run_student
+from attnbook.grading._refuse import refused
 from attnbook.grading.engine import Case, score_cases
 from attnbook.grading.errors import CheckFailed
 from attnbook.grading.transformer import (
@@ -76,7 +77,7 @@ def test_traps_cover_aliases_and_are_removed_afterwards():
         run_student(sneaky, *torch.randn(3, 1, 2, 4), forbidden=[path])
     assert attnbook.attention.scaled_dot_product_attention is original
     assert alias is original
-    with references_trapped(sneaky, [path]):
+    with refused(sneaky, [path]):
         assert attnbook.attention.scaled_dot_product_attention is not original
     assert attnbook.attention.scaled_dot_product_attention is original
 
@@ -90,7 +91,7 @@ def test_a_re_exported_function_is_trapped_under_both_names(path):
     def sneaky(model, data):  # reaches the reference through the package, at call time
         return attnbook.gpt.perplexity(model, data)
 
-    with references_trapped(sneaky, [path]):
+    with refused(sneaky, [path]):
         assert attnbook.gpt.perplexity is not original and attnbook.gpt.lm.perplexity is not original
     assert attnbook.gpt.perplexity is original and attnbook.gpt.lm.perplexity is original
 

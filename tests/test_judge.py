@@ -4,17 +4,22 @@ Each test starts a real worker (in bubblewrap when it is installed) and judges
 one tiny part -- ``sdpa(q, k, v) -> (out, weights)`` -- on one student source.
 """
 
+import importlib
 import math
+import pkgutil
+import types
 from pathlib import Path
 
 import pytest
 import torch
 
-from attnbook.grading import _wire, judge, sandbox
+import attnbook.grading
+from attnbook.grading import _refuse, _wire, judge, sandbox
 from attnbook.grading._compare import close, require_tensor
 from attnbook.grading._core import private_modules, run_student
 from attnbook.grading.engine import Case, Part
 from attnbook.grading.errors import CheckFailed
+from attnbook.grading.transformer._common import ATTENTION_KERNELS
 
 (ATT,) = private_modules("attnbook.attention")
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +49,7 @@ def _check(fn):
 PART = Part("check_sdpa", (Case("visible", _inputs(0)),), _check,
             forbidden=("attnbook.attention.scaled_dot_product_attention",
                        "torch.nn.functional.scaled_dot_product_attention"),
-            kernels=("scaled_dot_product_attention", "_scaled_dot_product_attention_math"),
+            kernels=ATTENTION_KERNELS,
             own_hidden=(Case("a", _inputs(1)), Case("b", _inputs(2))))
 GOOD = """import math, torch
 def sdpa(q, k, v):
@@ -86,7 +91,10 @@ def test_partial_credit_and_changes_in_place_are_seen(tmp_path, monkeypatch):
     "import importlib, attnbook.attention as a\nsdpa = importlib.reload(a).scaled_dot_product_attention",
     "import torch\ndef sdpa(q, k, v):\n    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)",
     "import torch.nn.functional as F\ndef sdpa(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v), None",
-], ids=["alias", "clone", "reload", "math-kernel", "fused"])
+    "import torch\ndef sdpa(q, k, v):\n    out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu("
+    "q[:, None], k[:, None], v[:, None])\n    return out[0][:, 0], None",  # a CPU kernel, not a decomposition
+    "from torch._C._nn import scaled_dot_product_attention as f\ndef sdpa(q, k, v):\n    return f(q, k, v), None",
+], ids=["alias", "clone", "reload", "math-kernel", "fused", "cpu-kernel", "fused-re-export"])
 def test_no_route_reaches_the_reference(source, tmp_path, monkeypatch):
     result, worker = grade(source, tmp_path, monkeypatch)
     assert result.score == 0 and "calls the reference implementation" in result.message
@@ -254,6 +262,60 @@ def test_a_compiled_class_is_trapped_under_every_name(route, tmp_path, monkeypat
     result, worker = grade(source, tmp_path, monkeypatch, part=TOKENIZER_PART, name="count", points=2)
     assert result.score == 0 and "calls the reference implementation" in result.message
     assert worker.called
+
+
+SCIPY_PART = Part("check_count", (Case("visible", _token_count(0)),), _check_count,
+                  forbidden=("scipy.optimize.linear_sum_assignment",), own_hidden=(Case("a", _token_count(1)),))
+
+
+@pytest.mark.parametrize("route", ["scipy.optimize._lsap", "scipy.optimize._qap"])
+def test_a_function_is_refused_in_every_module_that_holds_it(route, tmp_path, monkeypatch):
+    """The part names SciPy's public name; the function is also held by its defining module and by another
+    module that imported it, and the worker refuses it there too."""
+    source = (f"import numpy as np\nfrom {route} import linear_sum_assignment as solve\ndef count(text):\n"
+              f"    solve(np.zeros((1, 1)))\n    return len(text)")
+    result, worker = grade(source, tmp_path, monkeypatch, part=SCIPY_PART, name="count", points=2)
+    assert result.score == 0 and "calls the reference implementation" in result.message
+    assert worker.called == {"scipy.optimize.linear_sum_assignment"}
+
+
+def _every_part() -> list[Part]:
+    chapters = [importlib.import_module(f"attnbook.grading.{m.name}")
+                for m in pkgutil.iter_modules(attnbook.grading.__path__) if m.ispkg]
+    return [p for chapter in chapters for p in vars(chapter).values() if isinstance(p, Part)]
+
+
+def _is_stub(obj: object) -> bool:
+    return isinstance(obj, types.FunctionType) and obj.__module__ == _refuse.__name__ and obj.__name__ == "stub"
+
+
+def test_every_name_a_part_refuses_outside_attnbook_is_refused_and_put_back():
+    """What the worker does for good (attnbook's own names are stripped from its sources instead), the
+    student's kernel does around each call: the same function, so it is checked here once for every part,
+    compiled classes (tokenizers', tiktoken's) included."""
+    for part in _every_part():
+        outside = [path for path in part.forbidden if not path.startswith("attnbook.")]
+        before = {path: getattr(importlib.import_module(path.rsplit(".", 1)[0]), path.rsplit(".", 1)[1])
+                  for path in outside}
+        refusal = _refuse.refuse(outside, part.kernels)
+        try:
+            for path in outside:
+                module, attr = path.rsplit(".", 1)
+                now = getattr(importlib.import_module(module), attr)
+                methods = [v for v in vars(now).values() if isinstance(v, types.FunctionType)] \
+                    if isinstance(now, type) else []
+                assert _is_stub(now) or (methods and all(map(_is_stub, methods))), (part.name, path)
+            if part.kernels:
+                with pytest.raises(_refuse.ReferenceCalled, match="kernel"):
+                    torch.ops.aten.scaled_dot_product_attention(*torch.randn(3, 1, 2, 4))
+        finally:
+            refusal.undo()
+        for path, original in before.items():
+            module, attr = path.rsplit(".", 1)
+            assert getattr(importlib.import_module(module), attr) is original, path
+            if isinstance(original, type):
+                assert not any(map(_is_stub, vars(original).values())), path
+    torch.nn.functional.scaled_dot_product_attention(*torch.randn(3, 1, 2, 4))
 
 
 def test_a_model_crosses_with_its_frozen_parameters_frozen():

@@ -18,7 +18,9 @@ Where things live:
 * :mod:`.fixtures`: the random models and losses handed to student code;
 * :mod:`.judge`, :mod:`._remote`, :mod:`._worker`, :mod:`._wire`,
   :mod:`.sandbox`: grading a submission with the student's code in a
-  sandboxed worker and the comparisons in a clean judge process.
+  sandboxed worker and the comparisons in a clean judge process;
+  :mod:`._refuse`: refusing a part's references, in the worker and in the
+  student's kernel alike.
 
 Nothing chapter-specific is imported here until it is asked for, so that one
 chapter's checks never break another chapter's test cells.

@@ -4,15 +4,17 @@ A check sees the student's objects in one of two forms, and this module hides
 the difference:
 
 * in the student's own kernel (the visible checks), the objects themselves:
-  they run here, with stderr sent to stdout, warnings noted, and the forbidden
-  references trapped (:mod:`._traps`);
+  they run here, with stderr sent to stdout, warnings noted, and the part's
+  references refused while they run (:func:`._refuse.refused`);
 * in the judge, proxies of objects that live in the sandboxed worker
   (:class:`attnbook.grading._remote.Remote`): a call sends data there and
-  brings data back, and the references are absent from the worker.
+  brings data back, and the worker refused the references before the
+  notebook's cells ran (:func:`._refuse.refuse`, the same way).
 
 Either way a failure of the student's code becomes a :class:`CheckFailed`
 that says what happened in words. :func:`private_modules` gives the checks
-their own copy of the reference modules.
+their own copy of the reference modules, which a notebook that patches the
+public ones does not change.
 """
 
 from __future__ import annotations
@@ -28,14 +30,15 @@ from typing import TYPE_CHECKING, TypeGuard, cast
 
 import torch
 
-from ._traps import ReferenceCalled, references_trapped
+from ._refuse import ReferenceCalled, refused
 from .errors import CheckFailed
 
 if TYPE_CHECKING:  # _remote imports this module
     from ._remote import Remote
 
-# The references forbidden to the part being checked (set by Part while its cases run).
-FORBIDDEN: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("FORBIDDEN", default=())
+# What the part being checked refuses: (Part.forbidden, Part.kernels), set by Part while its cases run.
+REFUSED: contextvars.ContextVar[tuple[tuple[str, ...], tuple[str, ...]]] = contextvars.ContextVar(
+    "REFUSED", default=((), ()))
 
 
 def private_modules(*names: str) -> tuple[types.ModuleType, ...]:
@@ -107,7 +110,8 @@ def run_student(fn: object, *args: object, forbidden: Sequence[str] | None = Non
     """Call ``fn(*args, **kwargs)`` the safe way and return its result.
 
     Warnings are recorded and reported on stdout, stderr goes to stdout, the
-    ``forbidden`` references (by default the current part's) are trapped, and
+    ``forbidden`` references (by default the current part's) and the part's
+    kernels are refused while it runs, and
     any exception becomes a :class:`CheckFailed` that names its type and
     message. A proxy of a worker object is called in the worker.
     """
@@ -115,9 +119,9 @@ def run_student(fn: object, *args: object, forbidden: Sequence[str] | None = Non
         return fn.remote_call(None, args, kwargs, what)
     if not callable(fn):
         raise CheckFailed(f"{what} is not callable (got {type(fn).__name__}); did you run its cell?")
-    forbidden = FORBIDDEN.get() if forbidden is None else forbidden
-    with _student_code(what), references_trapped(fn, forbidden) as resolve:
-        result = resolve(fn)(*args, **kwargs)  # `f = reference` is the reference itself
+    names, kernels = REFUSED.get()
+    with _student_code(what), refused(fn, names if forbidden is None else forbidden, kernels) as stub_for:
+        result = stub_for(fn)(*args, **kwargs)  # `f = reference` is the reference itself
     return result
 
 
@@ -125,16 +129,16 @@ def run_method(module: torch.nn.Module, name: str, *args: object, forbidden: Seq
                what: str, **kwargs: object) -> object:
     """``module.name(*args, **kwargs)`` the safe way (see :func:`run_student`).
 
-    The references are trapped in the module's classes and their methods'
-    globals, so that a method borrowed from the reference fails too.
+    The references are refused in the module's classes and their methods'
+    globals too, so that a method borrowed from the reference fails.
     """
     if _is_proxy(module):
         return module.remote_call(name, args, kwargs, what)
-    forbidden = FORBIDDEN.get() if forbidden is None else forbidden
+    names, kernels = REFUSED.get()
     method = getattr(module, name, None)
     if not callable(method):
         raise CheckFailed(f"{what} should be a method of the class (def {name}(self, ...)); it is missing")
-    with _student_code(what), references_trapped(module, forbidden):
+    with _student_code(what), refused(module, names if forbidden is None else forbidden, kernels):
         result = getattr(module, name)(*args, **kwargs)
     return result
 

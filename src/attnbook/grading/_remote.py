@@ -181,14 +181,15 @@ class Worker:
     # ---------------------------------------------------------------- parts
 
     def start_part(self, package: tuple[dict, list], cells: list[str], names: list[str],
-                   kernels: list[str], trapped: list[str]) -> dict:
-        """Run ``cells`` in a fresh child with ``package`` as attnbook; return name -> proxy (or None)."""
+                   kernels: list[str], refused: list[str]) -> dict:
+        """Run ``cells`` in a fresh child with ``package`` as attnbook and ``refused`` and ``kernels``
+        refused (:func:`._refuse.refuse`); return name -> proxy (or None)."""
         if self.proc is None:
             self._start()
         self.deadline = min(time.monotonic() + self.part_timeout, self.end_by)
         sources, packages = package
         self._send({"op": "part", "package": sources, "packages": packages, "cells": cells, "names": names,
-                    "kernels": kernels, "torch": trapped})
+                    "kernels": kernels, "refused": refused})
         try:
             reply = self._receive()
         except TimedOut:

@@ -42,7 +42,7 @@ import select
 import struct
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 import torch
 
@@ -53,22 +53,6 @@ MAX_TENSOR = 8 << 20  # bytes: a larger tensor from the worker crosses as its dt
 
 class WireError(ValueError):
     """Data that does not decode: a malformed frame or an unknown form."""
-
-
-class ReferenceCalled(RuntimeError):
-    """Raised when the student's code reaches a forbidden reference; the message is its name.
-
-    In the worker, by a stubbed reference or a refused kernel; in a notebook, by a trap of :mod:`._traps`.
-    """
-
-
-CALLED: list[str] = []  # what the worker's student code reached, for the review flags
-
-
-def reference_called(path: str) -> NoReturn:
-    """What a stub of a forbidden reference does: note the call and raise."""
-    CALLED.append(path)
-    raise ReferenceCalled(path)
 
 
 class Opaque:

@@ -1,14 +1,15 @@
 """The student's side of grading: run a submission's cells, then the calls the judge asks for.
 
-Started by the judge inside the sandbox as ``python -I _worker.py``, beside a
-copy of ``_wire.py``; it never sees the judge's code, the references of the
-part being judged, or any file of the course. The process imports torch once
+Started by the judge inside the sandbox as ``python -I _worker.py``, beside
+copies of ``_wire.py`` and ``_refuse.py``; it never sees the judge's code, the
+references of the part being judged, or any file of the course. The process imports torch once
 (the *host*), then forks one child per graded part:
 
 1. the child imports ``attnbook`` from sources the judge sends for that part
    only, in which the part's references are stubs that raise (they are absent,
    not hidden: no alias, clone, source file or reload brings them back), and
-   refuses the torch kernels the part names at the dispatcher;
+   refuses the part's other names (torch's, SciPy's, ...) and aten kernels
+   with :func:`_refuse.refuse`, as the student's kernel does around its calls;
 2. it runs the notebook's cells up to the part's test cell in an IPython shell
    (a cell that raises does not stop the others, as in nbgrader);
 3. it answers the judge's calls: each one runs a student function on decoded
@@ -41,9 +42,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 from IPython.core.interactiveshell import InteractiveShell
 
-if TYPE_CHECKING:  # mypy reads the package's copy; the sandbox imports the one beside this file
-    from attnbook.grading import _wire
+if TYPE_CHECKING:  # mypy reads the package's copies; the sandbox imports the ones beside this file
+    from attnbook.grading import _refuse, _wire
 else:
+    import _refuse
     import _wire
 
 PROTOCOL_IN, PROTOCOL_OUT = os.dup(0), os.dup(1)
@@ -73,57 +75,11 @@ class Package(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(self.sources[module.__name__], f"<{module.__name__}>", "exec"), module.__dict__)
 
 
-def refuse_kernels(names: list) -> object:
-    """Register a raising kernel for each aten operator in ``names`` (every route to it fails)."""
-    library = torch.library.Library("aten", "IMPL")
-    for name in names:
-        def refuse(*args, _name=name, **kwargs):
-            _wire.reference_called(f"torch's {_name} kernel")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            library.impl(name, refuse, "CompositeImplicitAutograd")
-    return library  # kept alive by the caller: the registration lasts as long as the object
-
-
-def trap_torch(paths: list) -> None:
-    """Replace the non-attnbook references named in ``paths`` (torch's, tokenizers', ...) by stubs.
-
-    A function is replaced in its module; a Python class keeps its name and
-    every method it defines becomes a stub. A compiled class (``tokenizers``'
-    Rust ``Tokenizer``, whose methods cannot be replaced) is replaced by the
-    stub under every name a loaded module gives it (``tokenizers.Tokenizer``
-    is also ``tokenizers.tokenizers.Tokenizer``).
-    """
-    import importlib
-    import types
-
-    for path in paths:
-        module_name, _, attr = path.rpartition(".")
-        owner = importlib.import_module(module_name)
-        original = getattr(owner, attr)
-
-        def stub(*args, _path=path, **kwargs):
-            _wire.reference_called(_path)
-
-        methods = [key for key, value in vars(original).items() if isinstance(value, types.FunctionType)] \
-            if isinstance(original, type) else []
-        if methods:
-            for key in methods:
-                setattr(original, key, stub)
-        elif isinstance(original, type):
-            for module in list(sys.modules.values()):
-                for key, value in list(getattr(module, "__dict__", {}).items()):
-                    if value is original:
-                        setattr(module, key, stub)
-        else:
-            setattr(owner, attr, stub)
-
-
 def _error(err: BaseException) -> dict:
     message = str(err)
     memory = isinstance(err, MemoryError) or "can't allocate memory" in message
     return {"type": type(err).__name__, "message": message[:2000], "memory": memory,
-            "reference": message if isinstance(err, _wire.ReferenceCalled) else None,
+            "reference": message if isinstance(err, _refuse.ReferenceCalled) else None,
             "not_implemented": isinstance(err, NotImplementedError)}
 
 
@@ -182,8 +138,7 @@ def serve_part(part: dict) -> None:
     os.setpgid(0, 0)
     torch.set_num_threads(1)
     sys.meta_path.insert(0, Package(part["package"], part["packages"]))
-    kernels = refuse_kernels(part["kernels"])  # noqa: F841 - must stay alive
-    trap_torch(part["torch"])
+    refusal = _refuse.refuse(part["refused"], part["kernels"], undoable=False)  # noqa: F841 - kept alive
     before = _tamper_marks()
     shell = InteractiveShell.instance()
     for source in part["cells"]:
@@ -192,11 +147,11 @@ def serve_part(part: dict) -> None:
     names = {name: _wire.encode(shell.user_ns.get(name), handles=handles) for name in part["names"]}
     after = _tamper_marks()
     flags = [f"changes {group}" for group in before if before[group] != after[group]]
-    _wire.send(PROTOCOL_OUT, {"ready": names, "flags": flags, "called": sorted(set(_wire.CALLED))})
+    _wire.send(PROTOCOL_OUT, {"ready": names, "flags": flags, "called": sorted(set(_refuse.CALLED))})
     while True:
         request = _wire.receive(PROTOCOL_IN)
         if request.get("op") != "call":
-            _wire.send(PROTOCOL_OUT, {"bye": True, "called": sorted(set(_wire.CALLED))})
+            _wire.send(PROTOCOL_OUT, {"bye": True, "called": sorted(set(_refuse.CALLED))})
             return
         _wire.send(PROTOCOL_OUT, call(request, handles))
 

@@ -7,7 +7,7 @@ A chapter describes each graded part of its notebook in a short module::
         visible=(Case("causal, T = 4", _causal(4)),),
         check=_check,                 # _check(causal_fn, padding_fn) -> check_one(*case args)
         forbidden=("attnbook.attention.causal_mask", ...),
-        kernels=(),                   # aten operators refused while the part is judged
+        kernels=(),                   # aten operators refused while the student's code runs
     )
     check_masks = CHECK               # the name the notebook's test cell calls
 
@@ -19,9 +19,9 @@ runs the visible cases and raises :class:`CheckFailed` at the first failure;
 ``check_masks(..., points=2)`` runs every case and returns the points earned
 (partial credit by the cases' weights), raising when nothing passed; without
 the instructor's files it grades the visible cases and says so. The same
-object is what the judge runs on proxies of the worker's objects, with
-``forbidden`` removed from the worker's copy of attnbook and ``kernels``
-refused there. A ``check_one`` compares outputs with the reference and names
+object is what the judge runs on proxies of the worker's objects; ``forbidden``
+and ``kernels`` are refused (:mod:`._refuse`) in the worker, and in the
+student's kernel while the student's code runs. A ``check_one`` compares outputs with the reference and names
 known mistakes with :func:`first_match`; a part whose test cell passes two
 functions dispatches with :func:`by_kind`. The steps that parts share
 (snapshots, result shapes, a whole scalar-loss check) live in :mod:`.steps`;
@@ -38,7 +38,7 @@ import torch
 
 from . import hidden_cases
 from ._compare import close, verify_toolkit
-from ._core import FORBIDDEN
+from ._core import REFUSED
 from .errors import CheckFailed
 
 
@@ -121,7 +121,7 @@ class Part:
     visible: tuple[Case, ...]  # the cases a student's visible check runs
     check: Callable[..., Callable[..., None]]  # check(*students) -> check_one(*case arguments)
     forbidden: tuple[str, ...] = ()  # attnbook and torch names the student's code may not reach
-    kernels: tuple[str, ...] = ()  # aten operators refused in the worker (torch's own fused kernels)
+    kernels: tuple[str, ...] = ()  # aten operators refused too (torch's own fused kernels)
     own_hidden: tuple[Case, ...] | None = None  # hidden cases given here (a test's part); None: the instructor's
 
     @property
@@ -137,7 +137,7 @@ class Part:
         return cases
 
     def __call__(self, *students: object, points: float | None = None) -> float | None:
-        token = FORBIDDEN.set(self.forbidden)
+        token = REFUSED.set((self.forbidden, self.kernels))
         try:
             cases = self.visible
             if points is not None:
@@ -148,7 +148,7 @@ class Part:
                 cases += hidden or ()
             return score_cases(cases, self.check(*students), points)
         finally:
-            FORBIDDEN.reset(token)
+            REFUSED.reset(token)
 
 
 _TOLD: list[bool] = []  # whether a student's kernel was told that the hidden cases are not here (once)

@@ -41,11 +41,12 @@ import importlib
 import io
 import time
 import traceback
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _cgroups, earlier, sandbox
+from . import _cgroups, _refuse, earlier, sandbox
 from ._remote import Worker, WorkerGone
 from .engine import Part
 from .errors import CheckFailed
@@ -123,35 +124,13 @@ def defining_path(path: str) -> str:
     return f"{home}.{obj.__name__}" if isinstance(home, str) and home.startswith("attnbook.") else path
 
 
-def _stub(path: str) -> list[ast.stmt]:
-    return ast.parse(f"import _wire\n_wire.reference_called({path!r})").body
-
-
-def _strip(source: str, module: str, names: dict[str, str]) -> str:
-    """``source`` with the functions and classes ``names`` reduced to stubs that raise.
-
-    ``names`` maps each name defined in ``module`` to the path its stub
-    reports (the forbidden path as the part spells it).
-    """
-    tree, found = ast.parse(source), set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
-            node.body, node.decorator_list = _stub(names[node.name]), []
-            found.add(node.name)
-        elif isinstance(node, ast.ClassDef) and node.name in names:
-            methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            for item in methods:
-                item.body, item.decorator_list = _stub(names[node.name]), []
-            node.body = [ast.Pass(), *methods]
-            found.add(node.name)
-    if names.keys() - found:
-        raise ValueError(f"forbidden names not defined in {module}: {sorted(names.keys() - found)}")
-    return ast.unparse(tree)
-
-
 @functools.cache
 def package_sources(forbidden: tuple[str, ...]) -> tuple[dict, list]:
-    """attnbook as the worker gets it for a part: (module name -> source, package names)."""
+    """attnbook as the worker gets it for a part: (module name -> source, package names).
+
+    The attnbook names in ``forbidden`` are stubs where they are defined (:func:`._refuse.stripped`);
+    the worker refuses the others at run time.
+    """
     by_module: dict[str, dict[str, str]] = {}
     for path in forbidden:
         if path.startswith("attnbook."):
@@ -166,7 +145,7 @@ def package_sources(forbidden: tuple[str, ...]) -> tuple[dict, list]:
         if file.name == "__init__.py":
             packages.append(name)
         source = file.read_text()
-        sources[name] = _strip(source, name, by_module.pop(name)) if name in by_module else source
+        sources[name] = _refuse.stripped(source, name, by_module.pop(name)) if name in by_module else source
     if by_module:
         raise ValueError(f"forbidden names in unknown modules: {sorted(by_module)}")
     return sources, packages
@@ -211,6 +190,40 @@ class Capped(io.TextIOBase):
         return "".join(self.kept) + note
 
 
+def score_test_cell(calls: Iterable[TestCall], objects: Mapping[str, object], max_score: float) -> tuple[float, str]:
+    """(score, the failure's words) of a test cell whose checks take the student's ``objects`` by name.
+
+    The calls run in order, as the cell writes them (the visible check, then
+    the hidden one with its points); the score is the last one's value, capped
+    at ``max_score`` (``None``: full marks), or 0 with the words of the first
+    :class:`CheckFailed`. The judge scores a part so, on proxies; the
+    in-process graders (``tests/exercise_harness.py``, ``autograder/mutants.py``)
+    on the objects themselves. A name the objects lack is passed as ``None``.
+
+    >>> from .engine import Case
+    >>> def check(inc):
+    ...     def one(x):
+    ...         if inc(x) != x + 1:
+    ...             raise CheckFailed("inc is off by one")
+    ...     return one
+    >>> part = Part("check_inc", (Case("one", lambda: (1,)),), check, own_hidden=(Case("two", lambda: (2,)),))
+    >>> cell = (TestCall(part, ("inc",), None), TestCall(part, ("inc",), 2))  # check_inc(inc); ..., points=2)
+    >>> score_test_cell(cell, {"inc": lambda x: x + 1}, 2)
+    The visible check passed.
+    All 2 checks passed.
+    (2.0, '')
+    >>> score_test_cell(cell, {"inc": lambda x: x}, 2)
+    (0.0, 'inc is off by one')
+    """
+    value = None
+    try:
+        for call in calls:
+            value = call.check(*(objects.get(n) for n in call.names), points=call.points)
+    except CheckFailed as err:
+        return 0.0, str(err)
+    return (max_score if value is None else min(max(float(value), 0.0), max_score)), ""
+
+
 def judge_part(worker: Worker, cells: list[str], calls: tuple[TestCall, ...], max_score: float) -> Result:
     """Grade one test cell: start its part in the worker, run its calls here on proxies.
 
@@ -225,12 +238,9 @@ def judge_part(worker: Worker, cells: list[str], calls: tuple[TestCall, ...], ma
         try:
             students = worker.start_part(package_sources(forbidden), cells, names, kernels,
                                          [f for f in forbidden if not f.startswith("attnbook.")])
-            value = None
-            for call in calls:
-                value = call.check(*(students[n] for n in call.names), points=call.points)
-            score = max_score if value is None else min(max(float(value), 0.0), max_score)
-        except CheckFailed as err:
-            print(err)
+            score, failure = score_test_cell(calls, students, max_score)
+            if failure:
+                print(failure)
         except WorkerGone as gone:
             worker.statuses.append(str(gone))
             print(f"This part could not be graded: {gone}.")
