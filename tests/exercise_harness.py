@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +52,7 @@ def load(path: Path, name: str):
 
 answers = load(ROOT / "autograder" / "fixtures" / "catalogue.py", "catalogue")
 course = load(ROOT / "autograder" / "course.py", "course")
+submission = sys.modules["submission"]  # one of the modules course.py is made of
 
 
 def read(path: Path) -> nbformat.NotebookNode:
@@ -104,7 +106,7 @@ class Exercise:
         does (:mod:`attnbook.grading.earlier`). Returns grade_id -> (points,
         message and what the check printed).
         """
-        plan, _ = course.plan(read(self.solution), read(self.released), nb)
+        plan, _ = submission.plan(read(self.solution), read(self.released), nb)
         found = earlier.parts(plan, judge.checked_names)
         results, namespace = {}, {"__name__": "__main__"}
         for k, part in enumerate(found):
