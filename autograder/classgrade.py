@@ -11,6 +11,7 @@ submission gets its results JSON and feedback (``feedback_notebook.py``,
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import shutil
 import sys
@@ -24,15 +25,17 @@ import gradecache  # noqa: E402
 import judging  # noqa: E402
 import late  # noqa: E402
 import recording  # noqa: E402
+import shards  # noqa: E402
 import submission  # noqa: E402
 from feedback_notebook import write_results  # noqa: E402
-from nbgrader_run import HIDDEN_CASES, NOTEBOOK, Nbgrader, assignments, scripts_path  # noqa: E402
+from nbgrader_run import HIDDEN_CASES, NOTEBOOK, Nbgrader, assignments, gradebook_url, scripts_path  # noqa: E402
 
 
 def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False,
-          student: str | None = None, assignment: str | None = None) -> int:
+          student: str | None = None, assignment: str | None = None, shard: shards.Shard | None = None) -> int:
     """Grade the submissions that are new or changed since the last run (all of ``student``'s, or of
-    ``assignment``, when either is given), keep the others' results, and write every output for all."""
+    ``assignment``, when either is given), keep the others' results, and write every output for all;
+    with ``shard``, only for the submissions of that shard (``shards.py``)."""
     from attnbook.grading import hidden_cases, judge, sandbox
 
     if why := sandbox.refusal(strict=require_sandbox):
@@ -49,13 +52,21 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
             print(f"no such folder of submissions: {submissions}", file=sys.stderr)
             return 2
         for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir()):
-            shutil.copytree(student_dir, submitted / student_dir.name, dirs_exist_ok=True)
-    pairs = sorted(
-        (s.name, a.name) for s in submitted.glob("*") if s.is_dir()
-        for a in s.iterdir() if a.is_dir() and a.name in assignments()
-    )
+            if shard is None:
+                shutil.copytree(student_dir, submitted / student_dir.name, dirs_exist_ok=True)
+                continue
+            for folder in sorted(p for p in student_dir.iterdir() if p.is_dir()):  # its own only: shards share
+                if shards.mine([(student_dir.name, folder.name)], shard):     # submitted/ and copy at once
+                    shutil.copytree(folder, submitted / student_dir.name / folder.name, dirs_exist_ok=True)
+    pairs = shards.mine(class_pairs(submitted), shard)
+    if not pairs and shard is not None:  # a small class, or many shards: none falls to this one
+        shards.start(nbgrader.state, shard)
+        shards.finish(nbgrader.state, shard, {})
+        print(f"shard {shard[0]}/{shard[1]}: no submission of the class falls to it; done")
+        return 0
     if not pairs:
-        print(f"nothing to grade: expected {submitted}/<student>/<assignment>/{NOTEBOOK}", file=sys.stderr)
+        print(f"nothing to grade{' in this shard' if shard else ''}: expected "
+              f"{submitted}/<student>/<assignment>/{NOTEBOOK}", file=sys.stderr)
         return 2
     chosen = None
     if student is not None or assignment is not None:
@@ -65,11 +76,14 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
                   f" in {submitted}", file=sys.stderr)
             return 2
     out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
+    shards.start(nbgrader.state, shard)
+    lock = functools.partial(recording.lock, nbgrader.db_url)  # the gradebook's writers, one at a time
     todo, kept, keys, notes = gradecache.select(nbgrader.state, pairs, chosen)
     swept = sandbox.sweep()  # what killed runs left: sandbox folders, empty cgroups
     if swept:
         print(f"removed what an earlier run left: {', '.join(swept)}")
-    done = recording.recorded(nbgrader.db_url)
+    with lock():  # the first to open an empty gradebook makes its tables
+        done = recording.recorded(nbgrader.db_url)
     unrecorded = [p for p in kept if p not in done]  # a gradebook made afresh keeps no earlier grade
     graded = sorted({a for _, a in todo + unrecorded})
     # The hidden cases are read from here (or $ATTNBOOK_HIDDEN_CASES), never from the installed package, and once,
@@ -84,11 +98,12 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     except (LookupError, FileNotFoundError) as err:
         print(f"not grading: {err}", file=sys.stderr)
         return 2
-    fresh = judging.judge_all([(s, a, str(nbgrader.state)) for s, a in todo], jobs, graded, nbgrader)
+    fresh = judging.judge_all([(s, a, str(nbgrader.state)) for s, a in todo], jobs, graded, nbgrader, lock)
     results = sorted(fresh + list(kept.values()), key=lambda r: (r["student"], r["assignment"]))
-    due = late.apply(results, nbgrader.state, nbgrader.db_url)  # every result: a changed deadline counts too
-    recording.record(nbgrader.db_url, fresh + [kept[p] for p in unrecorded], submitted)
-    late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
+    with lock():
+        due = late.apply(results, nbgrader.state, nbgrader.db_url)  # every result: a changed deadline counts too
+        recording.record(nbgrader.db_url, fresh + [kept[p] for p in unrecorded], submitted)
+        late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
     for result, regraded in [(r, True) for r in fresh] + [(r, False) for r in kept.values()]:
         try:
             write_results(result, nbgrader, regraded)
@@ -96,10 +111,14 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
             judging.grading_error(result, "writing the results", err)
     log = [feedback_pages.write_pages(nbgrader, [(r["student"], r["assignment"]) for r in fresh], list(kept))]
     log += [f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n" for r in results if r.get("log")]
-    (nbgrader.state / "grading.log").write_text("".join(log))
+    logfile = (nbgrader.state if shard is None else shards.folder(nbgrader.state, shard)) / "grading.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    logfile.write_text("".join(log))
     write_csv(results, out)
     for result in fresh:
         gradecache.store(nbgrader.state, result, keys[result["student"], result["assignment"]])
+    if shard is not None:
+        shards.finish(nbgrader.state, shard, keys)
     sandbox.sweep()
     print(f"graded {len(fresh)} submissions, kept the results of {len(kept)} graded before; wrote {out} and "
           f"feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "
@@ -109,7 +128,32 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     broken = [f"{r['student']}/{r['assignment']}" for r in results if "grading error" in r["status"]]
     if broken:
         print(f"{len(broken)} submissions need a look (grading error; tracebacks in "
-              f"{nbgrader.state / 'grading.log'}): {', '.join(broken)}", file=sys.stderr)
+              f"{logfile}): {', '.join(broken)}", file=sys.stderr)
+    if shard is not None:
+        print(f"shard {shard[0]}/{shard[1]} done: `course.py gather` writes the class's grades.csv once all are")
+    return 0
+
+
+def class_pairs(submitted: Path) -> list[tuple[str, str]]:
+    """(student, assignment) of every submission in ``submitted/``, sorted."""
+    return sorted((s.name, a.name) for s in submitted.glob("*") if s.is_dir()
+                  for a in s.iterdir() if a.is_dir() and a.name in assignments())
+
+
+def gather(state: Path, out: Path) -> int:
+    """``course.py gather``: the class's grades.csv and grading.log from its shards, once all are done."""
+    state = state.resolve()
+    try:
+        results, log = shards.gather(state, class_pairs(state / "submitted"), gradebook_url(state))
+    except (ValueError, OSError) as err:
+        print(f"not gathered: {err}", file=sys.stderr)
+        return 2
+    results.sort(key=lambda r: (r["student"], r["assignment"]))
+    log += "".join(f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n"
+                   for r in results if r.get("log"))
+    (state / "grading.log").write_text(log)
+    write_csv(results, out)
+    print(f"gathered {len(results)} submissions from the shards; wrote {out}")
     return 0
 
 

@@ -3,6 +3,8 @@
     python autograder/course.py release            # solutions/ -> chapters/<id>/exercises.ipynb
     python autograder/course.py release --check    # fail if a committed student notebook is stale
     python autograder/course.py grade [--jobs N] SUBMISSIONS  # SUBMISSIONS/<student>/<assignment>/*.ipynb
+    python autograder/course.py grade --shard I/N SUBMISSIONS  # machine I of N: its share (shards.py)
+    python autograder/course.py gather                 # grades.csv of the class once all N shards are done
     python autograder/course.py collect ZIP [--assignment ID] [--roster CSV]  # an LMS download (intake.py)
     python autograder/course.py export [--roster CSV]  # canvas.csv and totals.csv (export.py)
 
@@ -29,7 +31,7 @@ feedback, gradebook.db) in DIR instead of the repository root.
 The work is done in the modules beside this one: ``nbgrader_run.py`` (paths,
 nbgrader's commands, ``release``), ``classgrade.py`` (``grade``),
 ``submission.py`` (reading and planning a submission), ``judging.py``,
-``recording.py`` (the gradebook), ``feedback_notebook.py``, ``intake.py``,
+``recording.py`` (the gradebook), ``feedback_notebook.py``, ``shards.py``, ``intake.py``,
 ``late.py`` and ``export.py``.
 """
 
@@ -48,7 +50,8 @@ if str(HERE) not in sys.path:  # the modules beside this one, wherever this file
 import export  # noqa: E402
 import intake  # noqa: E402
 import late  # noqa: E402
-from classgrade import grade  # noqa: E402
+import shards  # noqa: E402
+from classgrade import gather, grade  # noqa: E402
 from nbgrader_run import MAX_NOTEBOOK, ROOT, assignments, gradebook_url, release  # noqa: E402
 from submission import grade_id, released  # noqa: E402
 
@@ -85,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="refuse without bubblewrap even if ATTNBOOK_GRADING_SANDBOX=none (hostile submissions)")
     gr.add_argument("--student", help="grade this student's submissions again, changed or not (and no other)")
     gr.add_argument("--assignment", help="grade this assignment's submissions again (with --student: that one)")
+    gr.add_argument("--shard", type=_shard, metavar="I/N",
+                    help="grade only shard I (0 to N-1) of N machines' (shards.py); `gather` when all are done")
+    ga = sub.add_parser("gather", help="the class's grades.csv from the shards of `grade --shard`, all done")
+    ga.add_argument("--out", type=Path, default=None, help="CSV path (default: STATE/grades.csv)")
     co = sub.add_parser("collect", help="import an LMS download (Canvas, Moodle, zip_collect) into submitted/")
     co.add_argument("zip", type=Path, help="the downloaded zip, or the folder it unpacks to")
     co.add_argument("--assignment", choices=assignments(), help="the assignment it holds (default: its notebooks say)")
@@ -97,8 +104,19 @@ def main(argv: list[str] | None = None) -> int:
         return release(args.state, args.check)
     if args.command in ("collect", "export"):
         return lms(args)
-    return grade(args.submissions, args.state, args.out or args.state / "grades.csv", max(1, args.jobs),
-                 args.require_sandbox, args.student, args.assignment)
+    if args.command == "gather":
+        return gather(args.state, args.out or args.state / "grades.csv")
+    default = args.state / "grades.csv" if args.shard is None else shards.folder(args.state, args.shard) / "grades.csv"
+    return grade(args.submissions, args.state, args.out or default, max(1, args.jobs),
+                 args.require_sandbox, args.student, args.assignment, args.shard)
+
+
+def _shard(text: str) -> shards.Shard:
+    """``--shard``'s value; argparse prints the reason of a bad one."""
+    try:
+        return shards.parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 if __name__ == "__main__":

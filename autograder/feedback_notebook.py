@@ -13,8 +13,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import nbformat
-
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -30,6 +28,8 @@ def feedback_notebook(nb, results: dict, released, notice: str | None = None):
     first, then the student's cells (sources, ids, tags, attachments, and nbgrader metadata only for
     the ids the gradebook knows), test cells as released, each with the judge's words; a test cell the
     student deleted or renamed comes at the end, with its words."""
+    import nbformat  # here: it takes seconds to import, and the CLI's other commands need it not
+
     stubs = submission.test_cells(released)
     known = {grade_id(c) for c in released.cells if grade_id(c)}
     out = nbformat.v4.new_notebook(metadata={k: nb.metadata[k] for k in ("kernelspec", "language_info")
@@ -68,6 +68,8 @@ def write_results(result: dict, nbgrader: Nbgrader, regraded: bool = True) -> No
     """One submission's results JSON and autograded notebook (with the exchange's files beside it).
     A submission graded again replaces what an earlier one left; one kept from an earlier run gets only
     the files it lacks."""
+    import nbformat
+
     student, assignment = result["student"], result["assignment"]
     target = nbgrader.state / "results" / student / f"{assignment}.json"
     target.parent.mkdir(parents=True, exist_ok=True)

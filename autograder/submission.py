@@ -13,8 +13,6 @@ import re
 import sys
 from pathlib import Path
 
-import nbformat
-
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -93,6 +91,8 @@ def plan(source, released, submitted) -> tuple[list, list[str]]:
 
 def read_submission(path: Path):
     """(notebook or None, status): a missing, unreadable or malformed notebook is reported, never fatal."""
+    import nbformat  # here: it takes seconds to import, and the CLI's other commands need it not
+
     if not path.exists():
         return None, "not graded: notebook missing"
     if path.stat().st_size > MAX_NOTEBOOK:
@@ -112,6 +112,8 @@ def read_submission(path: Path):
 @functools.cache
 def _read(folder: Path, assignment: str):
     """The notebook of ``assignment`` in ``folder``, read once per process (callers never change it)."""
+    import nbformat
+
     return nbformat.read(folder / assignment / NOTEBOOK, as_version=4)
 
 
