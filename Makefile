@@ -2,7 +2,7 @@
 #   make book   install, fetch data, build the HTML book (warnings are errors), check every page
 #   make test   install, run every test
 # Instructors: make release, make collect ZIP=download.zip [ROSTER=roster.csv],
-#   make grade [SUBMISSIONS=folder] [STUDENT=id] [ASSIGNMENT=id] [STATE=folder],
+#   make grade [SUBMISSIONS=folder] [STUDENT=id] [ASSIGNMENT=id] [STATE=folder] [SHARD=i/N], make gather,
 #   make report [STATE=folder], make export [ROSTER=roster.csv], make grader-check.
 # Maintainers: make lint runs Ruff on every .py file, then mypy on src/attnbook (settings in pyproject.toml;
 #   CI runs it before make test);
@@ -21,7 +21,7 @@ STATE  ?= .
 TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null && \
 	echo https://download.pytorch.org/whl/cpu)
 
-.PHONY: install data book book-instructor test lint checkpoints release collect grade report export grader-check \
+.PHONY: install data book book-instructor test lint checkpoints release collect grade gather report export grader-check \
 	mutants routes clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
@@ -88,9 +88,14 @@ collect: install
 		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(ZONE),--zone $(ZONE))
 
 # Grades what is new or changed since the last run; STUDENT (and/or ASSIGNMENT) grades those again, and only those.
+# SHARD=i/N grades machine i's share of N (one PostgreSQL gradebook, one shared STATE); then make gather.
 grade: install
 	$(PY) autograder/course.py --state $(STATE) grade --jobs $(JOBS) $(if $(STUDENT),--student $(STUDENT)) \
-		$(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(SUBMISSIONS)
+		$(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(if $(SHARD),--shard $(SHARD)) $(SUBMISSIONS)
+
+# STATE/grades.csv and STATE/grading.log of a class graded by `make grade SHARD=i/N`, once every shard is done.
+gather: install
+	$(PY) autograder/course.py --state $(STATE) gather
 
 # STATE/canvas.csv (Canvas's gradebook import) and STATE/totals.csv, late penalties applied.
 export: install
@@ -120,5 +125,5 @@ routes: install
 	nice -n 10 $(PY) autograder/routes.py
 
 clean:
-	rm -rf _build _release submitted autograded feedback results report gradebook.db grades.csv grading.log \
-		canvas.csv totals.csv grading-cache nbgrader-grades.csv
+	rm -rf _build _release submitted autograded feedback results report gradebook.db* grades.csv grading.log \
+		canvas.csv totals.csv grading-cache nbgrader-grades.csv shards

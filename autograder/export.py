@@ -22,8 +22,14 @@ submission of an assignment gets an empty cell (Canvas leaves it ungraded; put 0
 from __future__ import annotations
 
 import csv
+import sys
 import warnings
 from pathlib import Path
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import intake  # noqa: E402
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
@@ -90,8 +96,6 @@ def canvas_rows(maxima: dict[str, float], scores: dict[str, dict[str, float]],
 
 def export(db_url: str, state: Path, roster_path: Path | None = None) -> list[Path]:
     """Write ``state/canvas.csv`` and ``state/totals.csv``; return their paths."""
-    import intake
-
     fields, roster = intake.roster_rows(roster_path) if roster_path else ([], {})
     maxima, scores = net_scores(db_url)
     if not maxima:

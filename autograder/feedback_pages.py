@@ -26,7 +26,7 @@ PAGE = "exercises.html"
 
 def write_pages(nbgrader, regraded: list[tuple[str, str]], kept: list[tuple[str, str]]) -> str:
     """Write the pages of the (student, assignment) pairs ``regraded`` now and of those ``kept`` that lack
-    one, with ``nbgrader`` (``course.Nbgrader``, which knows the state folder); returns nbgrader's log."""
+    one, with ``nbgrader`` (``nbgrader_run.Nbgrader``, which knows the state folder); returns nbgrader's log."""
     state = nbgrader.state
     for student, assignment in regraded:
         shutil.rmtree(state / "feedback" / student / assignment, ignore_errors=True)

@@ -110,7 +110,7 @@ def locate(folder: Path) -> tuple[Path, str | None]:
 
 
 def read_submission(folder: Path, read: Callable[[Path], tuple[object, str | None]]) -> tuple[object, list[str]]:
-    """The notebook of the submission in ``folder`` (``read`` reads one file: ``course._read_submission``)
+    """The notebook of the submission in ``folder`` (``read`` reads one file: ``submission.read_submission``)
     and its status notes: a misnamed notebook's, or why there is none."""
     path, note = locate(folder)
     nb, status = read(path)

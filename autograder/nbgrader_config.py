@@ -8,7 +8,7 @@ directory, and the runtime state (``_release/``, and nbgrader's default
 ``submitted/``, ``autograded/`` and ``feedback/``, ``gradebook.db``) lives
 beside it, ignored by git. ``course.py`` passes the state's folders and the
 gradebook on the command line (``--state`` moves them); the database URL's
-default, ``ATTNBOOK_GRADEBOOK`` or a SQLite file, is ``course.gradebook_url``'s.
+default, ``ATTNBOOK_GRADEBOOK`` or a SQLite file, is ``nbgrader_run.gradebook_url``'s.
 
 The judge of ``course.py grade`` runs the notebooks, never ``nbgrader
 autograde``: ``nbgrader autograde`` and the formgrader's Autograde button are
@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # for feedback_filters, no_autograde and course
+sys.path.insert(0, str(HERE))  # for feedback_filters, no_autograde and nbgrader_run
 
-from course import gradebook_url  # noqa: E402 (after the path above)
+from nbgrader_run import gradebook_url  # noqa: E402 (after the path above)
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 

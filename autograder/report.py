@@ -38,15 +38,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after choosing the backend
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # course.py and similarity.py, beside this file
-import course  # noqa: E402 (after its folder is on the path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the grader's modules, beside this file
+import nbgrader_run  # noqa: E402 (after its folder is on the path)
 import similarity  # noqa: E402
+import submission  # noqa: E402
 
-ROOT = course.ROOT
+ROOT = nbgrader_run.ROOT
 TOP = 5  # mistakes kept per part (the most frequent)
 # What a judge says of a function that still raises NotImplementedError (attnbook.grading._core.student_error).
 NOT_ATTEMPTED = "is not implemented yet"
-NOT_GRADED = "not graded"  # a part's message when its submission was not graded (course._complete)
+NOT_GRADED = "not graded"  # a part's message when its submission was not graded (judging.complete)
 OUTCOMES = ("full marks", "mistake", "not attempted", "not graded")
 
 STYLE = """
@@ -97,7 +98,9 @@ def outcome(part: dict) -> str:
 def order(assignment: str, results: list[dict]) -> list[str]:
     """The graded parts of ``assignment``: in the source notebook's order, then any other in the order seen."""
     seen = list(dict.fromkeys(name for r in results for name in r["parts"]))
-    known = list(course._test_cells(course._source(assignment))) if assignment in course.assignments() else []
+    if assignment not in nbgrader_run.assignments():
+        return seen
+    known = list(submission.test_cells(submission.source(assignment)))
     return [n for n in known if n in seen] + [n for n in seen if n not in known]
 
 
@@ -227,7 +230,7 @@ def student_rows(assignment: str, rows: list[dict], results: list[dict], matches
         links = [f'<a href="#{html.escape(_anchor(assignment, m))}">{html.escape(m.part)}: '
                  f"{html.escape(m.right if m.left == student else m.left)} {100 * m.similarity:.0f}%</a>"
                  for m in matches if student in (m.left, m.right)]
-        page = state / "feedback" / student / assignment / course.NOTEBOOK.replace(".ipynb", ".html")
+        page = state / "feedback" / student / assignment / nbgrader_run.NOTEBOOK.replace(".ipynb", ".html")
         feedback = (Html(f'<a href="{html.escape(os.path.relpath(page, out))}">feedback</a>') if page.exists()
                     else "no feedback page")
         table_rows.append([student, f"{net(row):g} / {float(row['max_score']):g}",
@@ -294,7 +297,7 @@ def report(state: Path, out: Path, threshold: float = similarity.THRESHOLD) -> P
     assignments = sorted({r["assignment"] for r in rows} | {r["assignment"] for r in results})
     sections = []
     for a in assignments:
-        matches = similarity.class_matches(state, a, threshold) if a in course.assignments() else []
+        matches = similarity.class_matches(state, a, threshold) if a in nbgrader_run.assignments() else []
         sections.append(section(a, [r for r in rows if r["assignment"] == a],
                                 [r for r in results if r["assignment"] == a], matches, state, out))
     body = (totals(rows, assignments) if len(assignments) > 1 else "") + "\n".join(sections)

@@ -42,9 +42,10 @@ import copydetect
 import numpy as np
 from copydetect.utils import highlight_overlap
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # course.py, beside this file
-import course  # noqa: E402 (after its folder is on the path)
-import intake  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the grader's modules, beside this file
+import intake  # noqa: E402 (after its folder is on the path)
+import nbgrader_run  # noqa: E402
+import submission  # noqa: E402
 
 NOISE = 20  # characters of filtered code per hashed run: of 15-35, the widest gap on the catalogue (tests)
 THRESHOLD = 0.5  # the share of an answer's hashed code found in the other: see tests/test_similarity.py
@@ -77,8 +78,8 @@ def parts(assignment: str) -> dict[str, tuple[str, ...]]:
     """
     out: dict[str, tuple[str, ...]] = {}
     current = None
-    for cell in course._source(assignment).cells:
-        meta = course._nbgrader(cell)
+    for cell in submission.source(assignment).cells:
+        meta = submission.nbgrader_meta(cell)
         if meta.get("solution") and cell.cell_type == "code":
             current = meta["grade_id"]
             out[current] = ()
@@ -96,7 +97,7 @@ def answers(nb, assignment: str) -> dict[str, str]:
     found: dict[str, list[str]] = {}
     current = None
     for cell in nb.cells:
-        gid = course._grade_id(cell)
+        gid = submission.grade_id(cell)
         if gid in solutions:
             current = gid
             found[gid] = [cell.source]
@@ -106,7 +107,7 @@ def answers(nb, assignment: str) -> dict[str, str]:
 
 
 def _stubs(assignment: str) -> dict[str, str]:
-    return {course._grade_id(c): c.source for c in course._released(assignment).cells if course._grade_id(c)}
+    return {submission.grade_id(c): c.source for c in submission.released(assignment).cells if submission.grade_id(c)}
 
 
 def reference(assignment: str, part: str) -> str:
@@ -114,11 +115,11 @@ def reference(assignment: str, part: str) -> str:
     docstring for which ones); ``""`` when they forbid none."""
     from attnbook.grading import judge
 
-    tests = course._test_cells(course._source(assignment))
+    tests = submission.test_cells(submission.source(assignment))
     paths = sorted({judge.defining_path(name) for gid in parts(assignment)[part]
                     for call in judge.parse_test_cell(tests[gid].source)
                     for name in call.check.forbidden if name.startswith("attnbook.")})
-    defined = _defined(next(c.source for c in course._source(assignment).cells if course._grade_id(c) == part))
+    defined = _defined(next(c.source for c in submission.source(assignment).cells if submission.grade_id(c) == part))
     asked = [p for p in paths if p.rpartition(".")[2] in defined]
     objects = [getattr(importlib.import_module(p.rpartition(".")[0]), p.rpartition(".")[2]) for p in asked or paths]
     return "\n\n".join(inspect.getsource(obj) for obj in objects)
@@ -193,7 +194,7 @@ def class_matches(state: Path, assignment: str, threshold: float = THRESHOLD) ->
     ``exercises (1).ipynb``, included), and one that cannot be read is left out."""
     by_part: dict[str, dict[str, str]] = {p: {} for p in parts(assignment)}
     for folder in sorted((state / "submitted").glob(f"*/{assignment}")):
-        nb, _ = intake.read_submission(folder, course._read_submission)
+        nb, _ = intake.read_submission(folder, submission.read_submission)
         if nb is not None:
             try:
                 for part, code in answers(nb, assignment).items():
@@ -207,11 +208,11 @@ def class_matches(state: Path, assignment: str, threshold: float = THRESHOLD) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--state", type=Path, default=course.ROOT, help="graded state folder (its submitted/)")
+    parser.add_argument("--state", type=Path, default=nbgrader_run.ROOT, help="graded state folder (its submitted/)")
     parser.add_argument("--threshold", type=float, default=THRESHOLD, help="share of code in common to flag")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    submitted = sorted({p.name for p in (args.state / "submitted").glob("*/*") if p.name in course.assignments()})
+    submitted = sorted({p.name for p in (args.state / "submitted").glob("*/*") if p.name in nbgrader_run.assignments()})
     for assignment in submitted:
         for m in class_matches(args.state, assignment, args.threshold):
             print(f"{assignment} {m.part}: {m.left} ~ {m.right} {100 * m.similarity:.0f}%")

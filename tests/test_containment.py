@@ -41,7 +41,9 @@ def _load(name: str, path: Path):
 
 
 catalogue = _load("catalogue", ROOT / "autograder" / "fixtures" / "catalogue.py")
-course = _load("course", COURSE)
+course = _load("course", COURSE)  # puts autograder/ on the path for the modules it is made of
+import judging  # noqa: E402
+import submission  # noqa: E402
 
 # The catalogue's attacks on the class's grading run (graded here only), and two that hang or hog a part.
 CLASS_ATTACKS = tuple(sorted(name for name, a in catalogue.ANSWERS.items() if a.get("class_level"))) + (
@@ -85,8 +87,8 @@ def test_a_submission_the_grader_fails_on_gets_a_grading_error_row(monkeypatch, 
     def broken_plan(*args):
         raise KeyError("a planner bug")
 
-    monkeypatch.setattr(course, "plan", broken_plan)
-    result = course._grade_one(("alice", "02-transformer", str(tmp_path)))
+    monkeypatch.setattr(submission, "plan", broken_plan)
+    result = judging.grade_one(("alice", "02-transformer", str(tmp_path)))
     assert result["status"].startswith("grading error: planning (KeyError")
     assert "a planner bug" in result["log"] and "broken_plan" in result["log"]  # the traceback
     assert set(result["parts"]) == set(catalogue.points("02-transformer"))
@@ -95,18 +97,18 @@ def test_a_submission_the_grader_fails_on_gets_a_grading_error_row(monkeypatch, 
 
 @pytest.mark.parametrize("metadata", [["grade_id"], "nbgrader", {"grade_id": ["a"]}, {"grade_id": 3}])
 def test_nbgrader_metadata_of_the_wrong_type_reads_as_none(metadata):
-    assert course._nbgrader({"metadata": {"nbgrader": metadata}}) == {}
-    assert course._grade_id({"metadata": metadata}) is None
+    assert submission.nbgrader_meta({"metadata": {"nbgrader": metadata}}) == {}
+    assert submission.grade_id({"metadata": metadata}) is None
 
 
 def test_malformed_and_oversized_notebooks_are_not_graded_with_a_reason(tmp_path):
     path = tmp_path / "exercises.ipynb"
     path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
                                 "cells": [{"cell_type": "code", "id": "a", "source": 42, "metadata": {}}]}))
-    assert course._read_submission(path) == (None, "not graded: the notebook's cells are malformed")
+    assert submission.read_submission(path) == (None, "not graded: the notebook's cells are malformed")
     with open(path, "wb") as fh:
-        fh.truncate(course.MAX_NOTEBOOK + 1)
-    nb, status = course._read_submission(path)
+        fh.truncate(submission.MAX_NOTEBOOK + 1)
+    nb, status = submission.read_submission(path)
     assert nb is None and "not graded: notebook of 64 MiB (at most 64)" == status
 
 

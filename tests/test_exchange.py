@@ -21,9 +21,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "autograder" / "course.py"
-_spec = importlib.util.spec_from_file_location("course", COURSE)
-course = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(course)
+_spec = importlib.util.spec_from_file_location("nbgrader_run", ROOT / "autograder" / "nbgrader_run.py")
+nbgrader_run = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(nbgrader_run)
 
 ASSIGNMENT = "02-transformer"
 COURSE_ID = "attention-to-transformers"
@@ -46,7 +46,7 @@ def student(home: Path, exchange: Path, *args: str) -> subprocess.CompletedProce
 
 def answer(notebook: Path) -> None:
     """Fill the student's answer cells with the solution's, leaving every other cell as released."""
-    solution = nbformat.read(ROOT / "solutions" / ASSIGNMENT / course.NOTEBOOK, as_version=4)
+    solution = nbformat.read(ROOT / "solutions" / ASSIGNMENT / nbgrader_run.NOTEBOOK, as_version=4)
     answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
                if c.metadata.get("nbgrader", {}).get("solution")}
     nb = nbformat.read(notebook, as_version=4)
@@ -61,16 +61,16 @@ def test_release_submit_collect_grade_feedback(tmp_path, monkeypatch):
     monkeypatch.delenv("ATTNBOOK_GRADEBOOK", raising=False)  # the state's own gradebook
     exchange, state, home = tmp_path / "exchange", tmp_path / "state", tmp_path / "home"
     home.mkdir()
-    instructor = course.Nbgrader(state)
+    instructor = nbgrader_run.Nbgrader(state)
     on_exchange = f"--Exchange.root={exchange}"
 
     instructor.generate(ASSIGNMENT)
     instructor("release_assignment", ASSIGNMENT, on_exchange)
     student(home, exchange, "fetch_assignment", ASSIGNMENT)
-    answer(home / ASSIGNMENT / course.NOTEBOOK)
+    answer(home / ASSIGNMENT / nbgrader_run.NOTEBOOK)
     student(home, exchange, "submit", ASSIGNMENT)
     instructor("collect", ASSIGNMENT, on_exchange)
-    assert (state / "submitted" / STUDENT / ASSIGNMENT / course.NOTEBOOK).exists()
+    assert (state / "submitted" / STUDENT / ASSIGNMENT / nbgrader_run.NOTEBOOK).exists()
 
     done = subprocess.run([sys.executable, str(COURSE), "--state", str(state), "grade"], capture_output=True,
                           text=True, cwd=ROOT, env={**os.environ, **harness.trusted_grading_env()})  # the solution

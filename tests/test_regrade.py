@@ -18,10 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 gradecache = harness.load(ROOT / "autograder" / "gradecache.py", "gradecache")
 no_autograde = harness.load(ROOT / "autograder" / "no_autograde.py", "no_autograde")
 feedback_filters = harness.load(ROOT / "autograder" / "feedback_filters.py", "feedback_filters")
+nbgrader_run, submission, recording, shards = (harness.load(ROOT / "autograder" / f"{name}.py", name)
+                                               for name in ("nbgrader_run", "submission", "recording", "shards"))
 ASSIGNMENT = "03-bert"
 
 
-@pytest.mark.parametrize("module", [gradecache, no_autograde, feedback_filters], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [gradecache, no_autograde, feedback_filters, nbgrader_run, submission, recording,
+                                    shards],
+                         ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     assert doctest.testmod(module).failed == 0
 

@@ -1,0 +1,183 @@
+"""``course.py grade``: grade a class's submissions incrementally and write every output.
+
+The submissions are copied into ``STATE/submitted/`` (adding and updating,
+never deleting); those new or changed since the last run (``gradecache.py``)
+are judged (``judging.py``), the others keep their results; the scores and the
+late penalties go into the gradebook (``recording.py``, ``late.py``), each
+submission gets its results JSON and feedback (``feedback_notebook.py``,
+``feedback_pages.py``), and the class gets ``grades.csv`` and ``grading.log``.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import os
+import shutil
+import sys
+from pathlib import Path
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import feedback_pages  # noqa: E402
+import gradecache  # noqa: E402
+import judging  # noqa: E402
+import late  # noqa: E402
+import recording  # noqa: E402
+import shards  # noqa: E402
+import submission  # noqa: E402
+from feedback_notebook import write_results  # noqa: E402
+from nbgrader_run import HIDDEN_CASES, NOTEBOOK, Nbgrader, assignments, gradebook_url, scripts_path  # noqa: E402
+
+
+def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False,
+          student: str | None = None, assignment: str | None = None, shard: shards.Shard | None = None) -> int:
+    """Grade the submissions that are new or changed since the last run (all of ``student``'s, or of
+    ``assignment``, when either is given), keep the others' results, and write every output for all;
+    with ``shard``, only for the submissions of that shard (``shards.py``)."""
+    from attnbook.grading import hidden_cases, judge, sandbox
+
+    if why := sandbox.refusal(strict=require_sandbox):
+        print(f"not grading: {why}", file=sys.stderr)
+        return 2
+    if assignment is not None and assignment not in assignments():
+        print(f"--assignment: expected one of {', '.join(assignments())}, got {assignment!r}", file=sys.stderr)
+        return 2
+    os.environ["PATH"] = scripts_path()
+    nbgrader = Nbgrader(state)
+    submitted = nbgrader.state / "submitted"
+    if submissions is not None:
+        if not submissions.is_dir():
+            print(f"no such folder of submissions: {submissions}", file=sys.stderr)
+            return 2
+        for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir()):
+            if shard is None:
+                shutil.copytree(student_dir, submitted / student_dir.name, dirs_exist_ok=True)
+                continue
+            for folder in sorted(p for p in student_dir.iterdir() if p.is_dir()):  # its own only: shards share
+                if shards.mine([(student_dir.name, folder.name)], shard):     # submitted/ and copy at once
+                    shutil.copytree(folder, submitted / student_dir.name / folder.name, dirs_exist_ok=True)
+    pairs = shards.mine(class_pairs(submitted), shard)
+    if not pairs and shard is not None:  # a small class, or many shards: none falls to this one
+        shards.start(nbgrader.state, shard)
+        shards.finish(nbgrader.state, shard, {})
+        print(f"shard {shard[0]}/{shard[1]}: no submission of the class falls to it; done")
+        return 0
+    if not pairs:
+        print(f"nothing to grade{' in this shard' if shard else ''}: expected "
+              f"{submitted}/<student>/<assignment>/{NOTEBOOK}", file=sys.stderr)
+        return 2
+    chosen = None
+    if student is not None or assignment is not None:
+        chosen = [p for p in pairs if student in (None, p[0]) and assignment in (None, p[1])]
+        if not chosen:
+            print(f"nothing to grade: no submission of {student or 'any student'} for {assignment or 'any assignment'}"
+                  f" in {submitted}", file=sys.stderr)
+            return 2
+    out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
+    shards.start(nbgrader.state, shard)
+    lock = functools.partial(recording.lock, nbgrader.db_url)  # the gradebook's writers, one at a time
+    todo, kept, keys, notes = gradecache.select(nbgrader.state, pairs, chosen)
+    swept = sandbox.sweep()  # what killed runs left: sandbox folders, empty cgroups
+    if swept:
+        print(f"removed what an earlier run left: {', '.join(swept)}")
+    with lock():  # the first to open an empty gradebook makes its tables
+        done = recording.recorded(nbgrader.db_url)
+    unrecorded = [p for p in kept if p not in done]  # a gradebook made afresh keeps no earlier grade
+    graded = sorted({a for _, a in todo + unrecorded})
+    # The hidden cases are read from here (or $ATTNBOOK_HIDDEN_CASES), never from the installed package, and once,
+    # with every check, before the judges fork; a part without its hidden cases stops the run.
+    os.environ.setdefault(hidden_cases.ENV, str(HIDDEN_CASES))
+    try:
+        for name in sorted({a for _, a in todo}):
+            for cell in submission.test_cells(submission.source(name)).values():
+                for call in judge.parse_test_cell(cell.source):
+                    judge.package_sources(tuple(sorted(call.check.forbidden)))
+                    call.check.hidden  # noqa: B018 (loads the part's hidden cases)
+    except (LookupError, FileNotFoundError) as err:
+        print(f"not grading: {err}", file=sys.stderr)
+        return 2
+    fresh = judging.judge_all([(s, a, str(nbgrader.state)) for s, a in todo], jobs, graded, nbgrader, lock)
+    results = sorted(fresh + list(kept.values()), key=lambda r: (r["student"], r["assignment"]))
+    with lock():
+        due = late.apply(results, nbgrader.state, nbgrader.db_url)  # every result: a changed deadline counts too
+        recording.record(nbgrader.db_url, fresh + [kept[p] for p in unrecorded], submitted)
+        late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
+    for result, regraded in [(r, True) for r in fresh] + [(r, False) for r in kept.values()]:
+        try:
+            write_results(result, nbgrader, regraded)
+        except Exception as err:  # this submission's files only
+            judging.grading_error(result, "writing the results", err)
+    log = [feedback_pages.write_pages(nbgrader, [(r["student"], r["assignment"]) for r in fresh], list(kept))]
+    log += [f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n" for r in results if r.get("log")]
+    logfile = (nbgrader.state if shard is None else shards.folder(nbgrader.state, shard)) / "grading.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    logfile.write_text("".join(log))
+    write_csv(results, out)
+    for result in fresh:
+        gradecache.store(nbgrader.state, result, keys[result["student"], result["assignment"]])
+    if shard is not None:
+        shards.finish(nbgrader.state, shard, keys)
+    sandbox.sweep()
+    print(f"graded {len(fresh)} submissions, kept the results of {len(kept)} graded before; wrote {out} and "
+          f"feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "
+          f"processes: {sandbox.describe()['processes']})")
+    for note in notes:
+        print(note, file=sys.stderr)
+    broken = [f"{r['student']}/{r['assignment']}" for r in results if "grading error" in r["status"]]
+    if broken:
+        print(f"{len(broken)} submissions need a look (grading error; tracebacks in "
+              f"{logfile}): {', '.join(broken)}", file=sys.stderr)
+    if shard is not None:
+        print(f"shard {shard[0]}/{shard[1]} done: `course.py gather` writes the class's grades.csv once all are")
+    return 0
+
+
+def class_pairs(submitted: Path) -> list[tuple[str, str]]:
+    """(student, assignment) of every submission in ``submitted/``, sorted."""
+    return sorted((s.name, a.name) for s in submitted.glob("*") if s.is_dir()
+                  for a in s.iterdir() if a.is_dir() and a.name in assignments())
+
+
+def gather(state: Path, out: Path) -> int:
+    """``course.py gather``: the class's grades.csv and grading.log from its shards, once all are done."""
+    state = state.resolve()
+    try:
+        results, log = shards.gather(state, class_pairs(state / "submitted"), gradebook_url(state))
+    except (ValueError, OSError) as err:
+        print(f"not gathered: {err}", file=sys.stderr)
+        return 2
+    results.sort(key=lambda r: (r["student"], r["assignment"]))
+    log += "".join(f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n"
+                   for r in results if r.get("log"))
+    (state / "grading.log").write_text(log)
+    write_csv(results, out)
+    print(f"gathered {len(results)} submissions from the shards; wrote {out}")
+    return 0
+
+
+def write_csv(results: list[dict], out: Path) -> None:
+    """grades.csv: a row per submission, a column per graded cell (assignments in order, cells in notebook
+    order), the score before any late penalty, and the late columns of :func:`late.columns`."""
+    columns = {a: list(submission.test_cells(submission.source(a))) for a in sorted({r["assignment"] for r in results})}
+    rows = []
+    for result in results:
+        cells = columns[result["assignment"]]
+        row = {"student": result["student"], "assignment": result["assignment"]}
+        row.update({gid: round(result["parts"][gid]["score"], 2) for gid in cells})
+        row["score"] = round(sum(row[gid] for gid in cells), 2)
+        row["max_score"] = sum(result["parts"][gid]["max_score"] for gid in cells)
+        row.update(late.columns(result))
+        row["status"] = result["status"]
+        rows.append(row)
+        print(f"{row['student']:>20} {row['assignment']}: {row['score']:g}/{row['max_score']:g}  {row['status']}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    graded = [gid for cells in columns.values() for gid in cells]
+    fields = ["student", "assignment", *graded, "score", "max_score", "timestamp", "late_hours", "penalty", "status"]
+    tmp = out.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(out)
