@@ -45,6 +45,8 @@ HIDDEN = {
         Case("1 x 1", mask._case(1, "A")),
         Case("1 x 1", mask._case(1, "B")),
         Case("9 x 9, type B", mask._case(9, "B")),
+        # Equivalent: `mask_type >= "B"` and `mask_type is "B"` for `== "B"`, as mask_type is "A" or "B" and
+        # CPython keeps one object for each one-character string.
     ),
     "check_palette": (
         Case("extra leading axes (B, H, W, 3)", palette._case(1, (2, 4, 5), 8), weight=2.0),
@@ -55,6 +57,7 @@ HIDDEN = {
         Case("float64", palette._case(6, (30,), 16, torch.float64)),
         Case("a non-contiguous palette", palette._case(7, (25,), 9, strided=True)),
         Case("512 colours", palette._case(8, (300,), 512)),
+        # Equivalent: `len(mine) != 0` for `> 0`, a length is never negative.
     ),
     "check_ridge_probe": (
         Case("a test set that has drifted", probe._case(1, 300, 6, 3, 1e-3, shift=2.5), weight=2.0),
@@ -66,6 +69,18 @@ HIDDEN = {
              weight=2.0),
         Case("ten classes", probe._case(5, 500, 12, 10, 1e-2)),
         Case("float64, non-contiguous features", probe._case(6, 250, 7, 5, 1e-3, dtype=torch.float64, strided=True)),
+        # l2 left to its default, 1e-3, which the statement's signature gives: the mutants `l2=1.001` and
+        # `l2=-0.999` move the accuracy by 10 and 7 rows of 200 here (few samples per feature)
+        Case("the default penalty", probe._case(11, 40, 30, 3, None, prior=(0.7, 0.2, 0.1)), weight=2.0),
+        # the statement's clamp(min=1e-8): without it (`clamp(min=-0.99999999)`) a constant feature gives 0 / 0
+        Case("a feature that never changes", probe._case(9, 200, 5, 3, 1e-3, constant=True)),
+        # a second column of ones (`torch.ones(len(z), 2)`) halves the bias's penalty; with a strong penalty and
+        # unequal classes that moves 8 rows of 200
+        Case("a strong penalty, classes of unequal size", probe._case(13, 40, 30, 3, 30.0, prior=(0.7, 0.2, 0.1))),
+        # Equivalent: `int(train_labels.max()) << 1` or `+ 2` classes for `+ 1`. The extra one-hot columns are
+        # zero, so are their columns of W (X^T Y is zero there) and their scores. The real classes' scores sum
+        # to N / (N + l2) > 0 for every test row (standardised columns sum to zero, so X^T X + l2 I is block
+        # diagonal with the bias apart, and X^T 1 = N e_bias), so one of them is positive and wins the argmax.
     ),
     "check_quantize_9bit": (
         Case("every value of every channel", quantize._case(1, 1, 16, 16, every_value=True), weight=2.0),
@@ -73,6 +88,9 @@ HIDDEN = {
         Case("one pixel", quantize._case(3, 4, 1, 1)),
         Case("channels-last (non-contiguous) images", quantize._case(4, 3, 5, 4, strided=True)),
         Case("a larger batch", quantize._case(5, 16, 8, 8)),
+        # Equivalent: `|` or `^` for `+` in `(bins << 5) + 16` (the low five bits of bins << 5 are zero), and
+        # `+` or `^` for `|` in packing the bins (bins 0..7 shifted by 6, 3 and 0 never share a bit), whatever
+        # the precedence of the mixed expression.
     ),
     "check_raster_order": (
         Case("tall images (H > W)", sequence._case(1, 3, 5, 2), weight=2.0),

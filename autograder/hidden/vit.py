@@ -25,6 +25,8 @@ HIDDEN = {
         Case("one patch", embedding._case(634, 2, 2, 4, 4, 8)),
         Case("float64", embedding._case(635, 2, 3, 6, 3, 12, torch.float64)),
         Case("non-contiguous (channels-last) images", embedding._case(636, 2, 3, 8, 2, 8, swap=True)),
+        # Equivalent: `expand(B, 1, -1)` or `expand(B, +1, -1)` for `expand(B, -1, -1)` (the class token's
+        # axis 1 has size 1), and another std in the initialisation of pos_embed, which the grader overwrites.
     ),
     "check_random_masking": (
         Case("batch of one", masking._case(691, 1, 16, 4, 0.75)),
@@ -73,5 +75,10 @@ HIDDEN = {
         Case("float64", rollout._maps(676, 3, 2, 2, 5, dtype=torch.float64)),
         Case("non-contiguous maps", rollout._maps(677, 3, 2, 3, 5, swap=True)),
         Case("a class token and 16 patches, six layers", rollout._maps(678, 6, 2, 4, 17)),
+        # attention_rollout(maps) alone: the statement's signature gives add_residual=True as the default
+        # (the mutant `add_residual=False` changed it)
+        Case("the default adds the identity", rollout._maps(679, 3, 2, 2, 6, residual=None), weight=2.0),
+        # Equivalent, as every map is (B, nh, T, T) of one dtype and device: `shape[-2]` or `shape[~1]` for
+        # `shape[-1]` (T x T), and `maps[-1]` for `maps[0]` to read T, the dtype or the device.
     ),
 }
