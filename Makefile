@@ -110,7 +110,7 @@ grader-check: install
 	$(PY) autograder/fixtures/catalogue.py check _build/grader-check/grades.csv
 
 # Prove the hidden cases: every one-edit mutant of each solution cell graded by its checks (CHAPTERS=ids,
-# default all; OUT/survivors.md lists the mutants no case catches), and every installed function that does
+# default all; autograder/mutation/<chapter>.csv and <chapter>-survivors.md, with the rule mutants), and every installed function that does
 # a part's whole job found (autograder/refused_routes.csv). CPU-hours for mutants, minutes for routes.
 CHAPTERS ?=
 mutants: install

@@ -14,13 +14,24 @@ sandbox needed). A mutant is
   change what the code computes (an equivalent mutant: say so beside the
   part's cases) or no case exercises what it broke (add a hidden case).
 
+Beside cosmic-ray's, each part has *rule mutants*, written by hand in
+``autograder/mutation/rules/<assignment>.py``: ``RULES = {"<answer cell>": [(rule, old, new), ...]}``,
+one for each rule the part's statement states (each special id, each argument's non-default value,
+each axis, "whatever their state before"), each the solution cell with ``old`` (found there exactly
+once) replaced by ``new`` so that only that rule is broken. Every rule mutant must be killed
+(tests/test_mutants.py grades them all).
+
     python autograder/mutants.py 02-transformer                 # every answer cell of a chapter
     python autograder/mutants.py 02-transformer --cells sdpa_solution --out /tmp/m
+    python autograder/mutants.py 01-rnn-attention 02-transformer --rules   # only the rule mutants
 
-It writes ``OUT/mutation_scores.csv`` (one row per answer cell: its mutants, those graded -- all of
-them unless ``--sample N`` -- killed, survived, broken) and
-``OUT/survivors.md`` (the diff of every surviving mutant). The score of a cell
-is killed / (killed + survived); broken mutants are counted apart.
+Each chapter has its own two files, so that runs of different chapters never write the same one:
+``OUT/<assignment>.csv`` (a ``# command | machine | date`` line per run that made it, then one row per
+answer cell: its mutants, those graded -- all of them unless ``--sample N`` -- killed, survived,
+broken, the score, and ``rules``, its rule mutants killed/total) and ``OUT/<assignment>-survivors.md``
+(the diff of every surviving mutant, rule mutants in a ``· rules`` section). A whole chapter's run
+rewrites them; with ``--cells`` or ``--rules`` only the rows and survivors of what was run change. The
+score of a cell is killed / (killed + survived); broken mutants are counted apart.
 
 >>> sorted({op.split("/")[1] for op, _ in mutants("y = x + 1")})[:2]
 ['NumberReplacer', 'ReplaceBinaryOperator_Add_BitAnd']
@@ -33,6 +44,7 @@ import contextlib
 import csv
 import difflib
 import io
+import re
 import signal
 import sys
 import warnings
@@ -49,6 +61,7 @@ from attnbook.grading import judge
 from attnbook.measure import machine_header
 
 ROOT = Path(__file__).resolve().parent.parent
+RULES = ROOT / "autograder" / "mutation" / "rules"  # <assignment>.py: the hand-written rule mutants
 SECONDS = 10  # a mutant that runs longer than this (a loop that never ends) is killed by the clock
 
 
@@ -68,6 +81,17 @@ class CellScore:
     def score(self) -> float:
         graded = self.killed + len(self.survivors)
         return self.killed / graded if graded else 1.0
+
+
+@dataclass
+class RuleScore:
+    """What the hand-written rule mutants of one answer cell did: each must be killed."""
+
+    assignment: str
+    cell: str
+    total: int = 0
+    killed: int = 0
+    survivors: list[str] = field(default_factory=list)  # "survived: rule" or "broken: rule", then the diff
 
 
 def mutants(source: str) -> Iterator[tuple[str, str]]:
@@ -158,59 +182,157 @@ class Notebook:
                 self.after[current].append(cell.source)
             _run(cell.source, self.namespace, meta.get("grade_id", "cell"))
 
+    def grade(self, cell: str, code: str) -> str:
+        """``"killed"``, ``"broken"`` or ``"survived"``: ``code`` in place of the answer cell ``cell``,
+        graded as a student's answer by the cell's test cells."""
+        namespace = dict(self.namespace)  # earlier parts' objects keep the unmutated globals
+        try:
+            with _clock(SECONDS):
+                _run(code, namespace, f"mutant of {cell}")
+        except Exception:
+            return "broken"
+        for source in self.after[cell]:  # the cells that call it; one that raises stops nothing
+            with contextlib.suppress(Exception), _clock(SECONDS):
+                _run(source, namespace, f"after {cell}")
+        tests = self.tests_of[cell]
+        try:
+            with _clock(SECONDS):
+                full = all(_grade(namespace, *self.tests[t]) >= self.tests[t][1] for t in tests)
+        except TimeoutError:
+            full = False
+        return "survived" if full else "killed"
+
+    def _check_cell(self, cell: str) -> None:
+        if cell not in self.answers:
+            raise ValueError(f"{self.assignment}: no answer cell {cell!r}; there are {sorted(self.answers)}")
+
     def score(self, cell: str, sample: int | None = None) -> CellScore:
         """Grade every mutant of the answer cell ``cell`` by its test cells (``sample``: at most that many,
         evenly spaced through the list, for a cell whose mutants loop until the clock stops them)."""
-        if cell not in self.answers:
-            raise ValueError(f"{self.assignment}: no answer cell {cell!r}; there are {sorted(self.answers)}")
-        tests = self.tests_of[cell]
-        result = CellScore(self.assignment, cell, tests)
+        self._check_cell(cell)
+        result = CellScore(self.assignment, cell, self.tests_of[cell])
         original = self.answers[cell]
         every = list(mutants(original))
         result.mutants = len(every)
         if sample is not None and len(every) > sample:
             every = [every[round(i * len(every) / sample)] for i in range(sample)]
         for operator, code in every:
-            namespace = dict(self.namespace)  # earlier parts' objects keep the unmutated globals
-            try:
-                with _clock(SECONDS):
-                    _run(code, namespace, f"mutant of {cell}")
-            except Exception:
-                result.broken += 1
-                continue
-            for source in self.after[cell]:  # the cells that call it; one that raises stops nothing
-                with contextlib.suppress(Exception), _clock(SECONDS):
-                    _run(source, namespace, f"after {cell}")
-            try:
-                with _clock(SECONDS):
-                    full = all(_grade(namespace, *self.tests[t]) >= self.tests[t][1] for t in tests)
-            except TimeoutError:
-                full = False
-            if full:
-                diff = difflib.unified_diff(original.splitlines(), code.splitlines(), lineterm="", n=1)
-                result.survivors.append(f"{operator}\n" + "\n".join(list(diff)[2:]))
-            else:
+            outcome = self.grade(cell, code)
+            if outcome == "survived":
+                result.survivors.append(f"{operator}\n" + _diff(original, code))
+            elif outcome == "killed":
                 result.killed += 1
+            else:
+                result.broken += 1
+        return result
+
+    def rule_mutant(self, cell: str, old: str, new: str) -> str:
+        """The answer cell ``cell`` with ``old``, which must occur in it exactly once, replaced by ``new``."""
+        self._check_cell(cell)
+        source = self.answers[cell]
+        if source.count(old) != 1:
+            raise ValueError(f"{self.assignment} {cell}: {old!r} occurs {source.count(old)} times in the "
+                             "solution cell, not once")
+        return source.replace(old, new)
+
+    def score_rules(self, cell: str, rules: list[tuple[str, str, str]]) -> RuleScore:
+        """Grade the hand-written mutant of each rule of ``cell`` (``(rule, old, new)``)."""
+        result = RuleScore(self.assignment, cell, total=len(rules))
+        for rule, old, new in rules:
+            code = self.rule_mutant(cell, old, new)
+            outcome = self.grade(cell, code)
+            if outcome == "killed":
+                result.killed += 1
+            else:
+                result.survivors.append(f"{outcome}: {rule}\n" + _diff(self.answers[cell], code))
         return result
 
 
-def write(scores: list[CellScore], out: Path, header: str) -> None:
-    """``out/mutation_scores.csv`` (its first line ``header``) and ``out/survivors.md``."""
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "mutation_scores.csv", "w", newline="") as f:
-        f.write(header + "\n")
-        w = csv.writer(f)
-        w.writerow(["assignment", "cell", "tests", "mutants", "graded", "killed", "survived", "broken", "score"])
-        for s in scores:
-            w.writerow([s.assignment, s.cell, " ".join(s.tests), s.mutants, s.killed + len(s.survivors) + s.broken,
-                        s.killed, len(s.survivors), s.broken, f"{s.score:.3f}"])
-    with open(out / "survivors.md", "w") as f:
-        f.write(f"# Surviving mutants\n\n`{header.removeprefix('# ')}`\n")
-        for s in scores:
-            if s.survivors:
-                f.write(f"\n## {s.assignment} · {s.cell} ({len(s.survivors)})\n")
-                for diff in s.survivors:
-                    f.write(f"\n```diff\n{diff}\n```\n")
+def _diff(original: str, code: str) -> str:
+    return "\n".join(list(difflib.unified_diff(original.splitlines(), code.splitlines(), lineterm="", n=1))[2:])
+
+
+def load_rules(assignment: str, folder: Path = RULES) -> dict[str, list[tuple[str, str, str]]]:
+    """``RULES`` of ``folder/<assignment>.py``: answer cell -> its rule mutants ``(rule, old, new)``; {} if none."""
+    path = folder / f"{assignment}.py"
+    if not path.exists():
+        return {}
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    rules = namespace["RULES"]
+    for cell, triples in rules.items():
+        for triple in triples:
+            if not (isinstance(triple, tuple) and len(triple) == 3 and all(isinstance(t, str) for t in triple)):
+                raise ValueError(f"{path.name} {cell}: a rule mutant is (rule, old, new), not {triple!r}")
+    return rules
+
+
+# --- the chapter's files: OUT/<assignment>.csv and OUT/<assignment>-survivors.md -----------------------------
+
+COLUMNS = ["assignment", "cell", "tests", "mutants", "graded", "killed", "survived", "broken", "score", "rules"]
+_SECTION = re.compile(r"^## (?P<assignment>\S+) · (?P<cell>\S+)(?P<rules> · rules)? \(\d+\)$")
+
+
+@dataclass
+class Chapter:
+    """What a chapter's two files hold: the header lines, a row per answer cell, the survivors' blocks."""
+
+    assignment: str
+    header: list[str] = field(default_factory=list)  # "# command | machine | date" lines, oldest first
+    rows: dict[str, dict[str, str]] = field(default_factory=dict)
+    survivors: dict[tuple[str, bool], list[str]] = field(default_factory=dict)  # (cell, rules?) -> blocks
+
+    @classmethod
+    def read(cls, out: Path, assignment: str) -> Chapter:
+        chapter = cls(assignment)
+        table = out / f"{assignment}.csv"
+        if table.exists():
+            lines = table.read_text().splitlines()
+            chapter.header = [line for line in lines if line.startswith("#")]
+            for row in csv.DictReader(line for line in lines if not line.startswith("#")):
+                chapter.rows[row["cell"]] = {c: row.get(c) or "" for c in COLUMNS}
+        notes = out / f"{assignment}-survivors.md"
+        if notes.exists():
+            for block in re.split(r"\n(?=## )", notes.read_text()):
+                first, _, body = block.partition("\n")
+                match = _SECTION.match(first)
+                if match:
+                    key = (match["cell"], bool(match["rules"]))
+                    chapter.survivors[key] = re.findall(r"```diff\n(.*?)\n```", body, flags=re.S)
+        return chapter
+
+    def update(self, score: CellScore | RuleScore) -> None:
+        row = self.rows.setdefault(score.cell, dict.fromkeys(COLUMNS, ""))
+        row["assignment"], row["cell"] = self.assignment, score.cell
+        if isinstance(score, CellScore):
+            row.update(tests=" ".join(score.tests), mutants=str(score.mutants),
+                       graded=str(score.killed + len(score.survivors) + score.broken), killed=str(score.killed),
+                       survived=str(len(score.survivors)), broken=str(score.broken), score=f"{score.score:.3f}")
+        else:
+            row["rules"] = f"{score.killed}/{score.total}"
+        self.survivors[(score.cell, isinstance(score, RuleScore))] = list(score.survivors)
+
+    def write(self, out: Path, order: list[str]) -> None:
+        """The two files, rows in ``order`` (the notebook's) and then any other cell already there."""
+        out.mkdir(parents=True, exist_ok=True)
+        cells = [c for c in order if c in self.rows] + [c for c in self.rows if c not in order]
+        with open(out / f"{self.assignment}.csv", "w", newline="") as f:
+            f.write("".join(line + "\n" for line in self.header))
+            w = csv.writer(f)
+            w.writerow(COLUMNS)
+            for cell in cells:
+                w.writerow([self.rows[cell][c] for c in COLUMNS])
+        with open(out / f"{self.assignment}-survivors.md", "w") as f:
+            f.write(f"# Surviving mutants of {self.assignment}\n\n"
+                    "Each block is one mutant that scored full marks: a cosmic-ray mutant's first line names its\n"
+                    "operator, a rule mutant's (autograder/mutation/rules/) the rule it breaks. Made by\n\n")
+            f.write("".join(f"- `{line.removeprefix('# ')}`\n" for line in self.header))
+            for cell in cells:
+                for rules in (False, True):
+                    blocks = self.survivors.get((cell, rules))
+                    if blocks:
+                        f.write(f"\n## {self.assignment} · {cell}{' · rules' if rules else ''} ({len(blocks)})\n")
+                        f.write("".join(f"\n```diff\n{b}\n```\n" for b in blocks))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,19 +341,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cells", nargs="*", help="answer cells' grade ids (default: all)")
     parser.add_argument("--out", type=Path, default=ROOT / "autograder" / "mutation")
     parser.add_argument("--sample", type=int, help="grade at most this many mutants of a cell, evenly spaced")
-    args = parser.parse_args(argv)
+    parser.add_argument("--rules", action="store_true",
+                        help="grade only the rule mutants (autograder/mutation/rules/), not cosmic-ray's")
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     torch.set_num_threads(1)
-    header = machine_header("cpu", command=["python", "autograder/mutants.py", *sys.argv[1:]])
+    command = ["python", "autograder/mutants.py", *(argv if argv is not None else sys.argv[1:])]
+    header = machine_header("cpu", command=command)
     chosen = args.assignments or sorted(p.parent.name for p in (ROOT / "solutions").glob("*/exercises.ipynb"))
-    scores = []
     for assignment in chosen:
         notebook = Notebook(assignment)
+        rules = load_rules(assignment)
+        chapter = Chapter.read(args.out, assignment)
+        whole = not args.cells and not args.rules  # the whole chapter: its header starts again
+        chapter.header = [header] if whole else [*chapter.header, header.replace("# ", "# then: ", 1)]
+        if whole:
+            chapter.rows, chapter.survivors = {}, {}
         for cell in args.cells or notebook.answers:
-            s = notebook.score(cell, args.sample)
-            scores.append(s)
-            print(f"{assignment} {cell}: {s.killed} killed, {len(s.survivors)} survived, "
-                  f"{s.broken} broken, score {s.score:.2f}", flush=True)
-            write(scores, args.out, header)  # after every cell: a long run can be read as it goes
+            if not args.rules:
+                s = notebook.score(cell, args.sample)
+                chapter.update(s)
+                print(f"{assignment} {cell}: {s.killed} killed, {len(s.survivors)} survived, "
+                      f"{s.broken} broken, score {s.score:.2f}", flush=True)
+            r = notebook.score_rules(cell, rules.get(cell, []))
+            chapter.update(r)
+            print(f"{assignment} {cell}: rule mutants {r.killed}/{r.total} killed", flush=True)
+            chapter.write(args.out, list(notebook.answers))  # after every cell: a long run can be read as it goes
     return 0
 
 

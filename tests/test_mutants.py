@@ -1,6 +1,8 @@
-"""autograder/mutants.py: cosmic-ray's mutants of a solution cell, graded by the cell's own test cells."""
+"""autograder/mutants.py: cosmic-ray's mutants of a solution cell, and the hand-written rule mutants,
+graded by the cell's own test cells."""
 
 import csv
+import shutil
 import sys
 from pathlib import Path
 
@@ -12,6 +14,9 @@ sys.path.insert(0, str(ROOT / "autograder"))
 import mutants  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+MUTATION = ROOT / "autograder" / "mutation"
+CHAPTERS = sorted(p.parent.name for p in (ROOT / "solutions").glob("*/exercises.ipynb"))
+RULED = sorted(p.stem for p in mutants.RULES.glob("*.py"))
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +36,8 @@ def test_a_mutant_the_checks_cannot_see_survives(transformer, monkeypatch):
     score = transformer.score("masks_solution")
     assert score.killed == 0 and len(score.survivors) >= 5 and score.score == 0.0
     assert all(s.startswith("core/") and "\n-" in s and "\n+" in s for s in score.survivors)
+    rules = transformer.score_rules("masks_solution", [("a rule", "tril()", "tril(-1)")])
+    assert rules.killed == 0 and rules.total == 1 and rules.survivors[0].startswith("survived: a rule\n")
 
 
 def test_unknown_cell_and_assignment_are_refused(transformer):
@@ -40,13 +47,61 @@ def test_unknown_cell_and_assignment_are_refused(transformer):
         mutants.Notebook("99-nothing")
 
 
-def test_the_committed_scores_cover_every_answer_cell():
-    """autograder/mutation/mutation_scores.csv has a row for each answer cell of every solution notebook."""
-    with open(ROOT / "autograder" / "mutation" / "mutation_scores.csv") as f:
+def test_a_rule_mutant_must_name_text_found_once(transformer, tmp_path):
+    assert "tril(-1)" in transformer.rule_mutant("masks_solution", "tril()", "tril(-1)")
+    for old in ("nowhere", "return"):  # absent; twice
+        with pytest.raises(ValueError, match="not once"):
+            transformer.rule_mutant("masks_solution", old, "x")
+    (tmp_path / "99-x.py").write_text('RULES = {"a_solution": [("rule", "old")]}')
+    with pytest.raises(ValueError, match=r"is \(rule, old, new\)"):
+        mutants.load_rules("99-x", tmp_path)
+    assert mutants.load_rules("99-nothing", tmp_path) == {}
+
+
+def test_a_run_of_one_cell_changes_only_its_row(tmp_path):
+    """--cells: the chapter's other rows and survivors stay; a run line is added under the first."""
+    for name in ("02-transformer.csv", "02-transformer-survivors.md"):
+        shutil.copy(MUTATION / name, tmp_path / name)
+    before = mutants.Chapter.read(tmp_path, "02-transformer")
+    before.rows["sdpa_solution"]["killed"] = "-7"  # a mark the run must keep
+    before.survivors[("mha_solution", False)] = ["core/X\n-a\n+b"]
+    before.write(tmp_path, list(before.rows))
+    assert mutants.main(["02-transformer", "--cells", "masks_solution", "--out", str(tmp_path)]) == 0
+    after = mutants.Chapter.read(tmp_path, "02-transformer")
+    assert after.header[:-1] == before.header and after.header[-1].startswith("# then: python autograder/mutants.py")
+    assert after.rows["sdpa_solution"] == before.rows["sdpa_solution"]
+    assert after.survivors[("mha_solution", False)] == ["core/X\n-a\n+b"]
+    masks = after.rows["masks_solution"]
+    assert masks["survived"] == "0" and int(masks["killed"]) >= 5 and masks["rules"] == "4/4"
+    assert list(after.rows) == list(before.rows)  # the notebook's order
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["02-transformer-survivors.md", "02-transformer.csv"]
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS)
+def test_the_committed_scores_cover_every_answer_cell(assignment):
+    """autograder/mutation/<assignment>.csv has a row, and a rule count, for each answer cell of its notebook."""
+    with open(MUTATION / f"{assignment}.csv") as f:
         lines = f.read().splitlines()
     assert lines[0].startswith("# python autograder/mutants.py")  # how the table was made
-    rows = {(r["assignment"], r["cell"]) for r in csv.DictReader(line for line in lines if line[:1] != "#")}
-    cells = {(p.parent.name, c.metadata["nbgrader"]["grade_id"])
-             for p in (ROOT / "solutions").glob("*/exercises.ipynb")
-             for c in nbformat.read(p, as_version=4).cells if c.metadata.get("nbgrader", {}).get("solution")}
-    assert cells <= rows, sorted(cells - rows)
+    rows = {r["cell"]: r for r in csv.DictReader(line for line in lines if line[:1] != "#")}
+    path = ROOT / "solutions" / assignment / "exercises.ipynb"
+    cells = {c.metadata["nbgrader"]["grade_id"] for c in nbformat.read(path, as_version=4).cells
+             if c.metadata.get("nbgrader", {}).get("solution")}
+    assert cells <= set(rows), sorted(cells - set(rows))
+    assert (MUTATION / f"{assignment}-survivors.md").exists()
+    if assignment in RULED:
+        ruled = mutants.load_rules(assignment)
+        assert set(ruled) <= cells, sorted(set(ruled) - cells)
+        for cell in ruled:
+            assert rows[cell]["rules"] == f"{len(ruled[cell])}/{len(ruled[cell])}", (cell, rows[cell]["rules"])
+
+
+@pytest.mark.parametrize("assignment", RULED)
+def test_every_rule_mutant_is_killed(assignment):
+    """Each hand-written mutant of autograder/mutation/rules/<assignment>.py breaks a rule the part's
+    statement states; the part's checks, hidden cases included, must give it less than full marks."""
+    notebook = mutants.Notebook(assignment)
+    survivors = []
+    for cell, rules in mutants.load_rules(assignment).items():
+        survivors += notebook.score_rules(cell, rules).survivors
+    assert survivors == [], "\n\n".join(survivors)
