@@ -29,6 +29,8 @@ HIDDEN = {
         Case("the completion follows the generator", completion._case(807, 1, 1.0, "seeds", B=200)),
         Case("a batch of one", completion._case(808, 2, 1.0, "one", B=1)),
         Case("non-contiguous tokens", completion._case(809, 1, 0.8, "strided")),
+        # complete(model, tokens, rows_kept) alone: the statement's signature gives temperature=1.0
+        Case("the default temperature", completion._case(810, 1, 1.0, "defaults")),
     ),
     "check_sequence_cost": (
         Case("iGPT's largest input, 64 x 64", cost._case(64), weight=2.0),
