@@ -31,6 +31,11 @@ HIDDEN = {
         Case("non-contiguous tokens", completion._case(809, 1, 0.8, "strided")),
         # complete(model, tokens, rows_kept) alone: the statement's signature gives temperature=1.0
         Case("the default temperature", completion._case(810, 1, 1.0, "defaults")),
+        # the last row of two pixels: the last pixel of the image is the second one drawn and checked (the rule
+        # mutant `range(rows_kept * W, H * W - 1)` left it undrawn)
+        Case("the last pixel is drawn too", completion._case(811, 2, 1.0, W=2)),
+        # Equivalent: `softmax(..., dim=+1)` for `dim=-1` on logits (B, V); `seq[:, : i + 2]` for `: i + 1`, as the
+        # model is causal and logits[:, i] reads only the pixels before i; `[:, -1]` for `[:, 0]` of one draw.
     ),
     "check_sequence_cost": (
         Case("iGPT's largest input, 64 x 64", cost._case(64), weight=2.0),
