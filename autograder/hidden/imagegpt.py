@@ -34,8 +34,12 @@ HIDDEN = {
         # the last row of two pixels: the last pixel of the image is the second one drawn and checked (the rule
         # mutant `range(rows_kept * W, H * W - 1)` left it undrawn)
         Case("the last pixel is drawn too", completion._case(811, 2, 1.0, W=2)),
-        # Equivalent: `softmax(..., dim=+1)` for `dim=-1` on logits (B, V); `seq[:, : i + 2]` for `: i + 1`, as the
-        # model is causal and logits[:, i] reads only the pixels before i; `[:, -1]` for `[:, 0]` of one draw.
+        # Equivalent: `softmax(..., dim=1)` or `dim=+1` for `dim=-1` on logits (B, V); `seq[:, : i + 2]` for
+        # `: i + 1`, as the model is causal and logits[:, i] reads only the pixels before i; `[:, -1]` for `[:, 0]`
+        # of one draw; `multinomial(probs, 2)[:, 0]`, whose first draw without replacement follows probs (the
+        # statement: any correct way of sampling passes). Grading this part takes seconds to minutes on a loaded
+        # machine, near mutants.py's 10 s clock, so some of these are killed by the clock in one run and survive
+        # the next (the first run killed all 70 mutants).
     ),
     "check_sequence_cost": (
         Case("iGPT's largest input, 64 x 64", cost._case(64), weight=2.0),
