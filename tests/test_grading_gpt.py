@@ -110,7 +110,7 @@ def _text_merge(ids, pair, idx):  # the digits of the pair also match inside lon
 
 
 @pytest.mark.parametrize("merge, group, mistake, score", [
-    (_overlapping_merge, "merge, runs of one token", "overlapping occurrences were merged", 1.65),
+    (_overlapping_merge, "merge, runs of one token", "overlapping occurrences were merged", 1.67),
     (_text_merge, "merge, ids as text", "merge treated the ids as text", 1.83),
 ])
 def test_merges_that_only_the_hidden_cases_catch(merge, group, mistake, score, capsys):

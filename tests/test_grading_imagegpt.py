@@ -93,9 +93,10 @@ def test_every_probe_mistake_is_caught_by_some_case():
     """Each named mistake moves the accuracy beyond the tolerance on at least one case (else it would pass)."""
     caught = set()
     for case in probe.VISIBLE + probe.check_ridge_probe.hidden:
-        args = case.make()
-        expected = probe.IG.ridge_probe(*args[:4], l2=args[4])
-        caught |= {m for m, v in probe._variants(*args) if abs(v - expected) > probe.TOLERANCE}
+        *data, l2 = case.make()
+        l2 = probe.L2 if l2 is None else l2  # None: ridge_probe called with its default penalty
+        expected = probe.IG.ridge_probe(*data, l2=l2)
+        caught |= {m for m, v in probe._variants(*data, l2) if abs(v - expected) > probe.TOLERANCE}
     assert len(caught) == 5
 
 

@@ -34,6 +34,12 @@ HIDDEN = {
         Case("decode: a character cut in two", codec._decode("café 🙂", training.UNICODE, codec.N_BYTES + 3, cut=1)),
         Case("decode: edges", lambda: ("decode", [], codec._merges(codec.CORPUS, codec.N_BYTES + 10))),
         Case("decode", codec._decode(codec.CORPUS, codec.CORPUS * 3, codec.N_BYTES + 40)),
+        # the mutants `while len(ids) > 2` and `>= 3` left two tokens that have a merge unmerged
+        Case("encode: two bytes, one merge", lambda: ("encode", "ab", {(97, 98): 256})),
+        Case("encode: two bytes, one merge", lambda: ("encode", "abab", {(97, 98): 256, (256, 256): 257})),
+        # ids below 256 are bytes([i]), 255 too (not valid UTF-8 alone: the replacement character);
+        # the mutant `range(255)` had no bytes for it
+        Case("decode: every byte id", lambda: ("decode", list(range(256)), {})),
     ),
     "check_next_token_loss": (
         Case("batch of one", loss._case(501, 1, 9, 11)),
@@ -64,6 +70,11 @@ HIDDEN = {
         Case("merge, ids as text", pairs._merge([11, 2, 1, 21, 1, 2, 5], (1, 2), 300)),
         Case("merge, ids as text", pairs._merge([6, 5, 6, 5, 6, 5, 7], (5, 6), 300)),
         Case("merge, ids as text", pairs._merge([262, 32, 62, 32, 262, 320], (62, 32), 263)),
+        # more than 256 ids: `i is not len(ids)` compares objects, and ints above 256 are never the same
+        # object, so the mutants `while i is not len(ids)` and `i + 1 is not len(ids)` ran past the end.
+        # Equivalent: `while i != len(ids)` and `i + 1 != len(ids)`, as i grows by 1, or by 2 only when
+        # i + 1 < len(ids), so i never passes len(ids) (nor i + 1 len(ids) + 1 before the loop ends).
+        Case("merge, a long list", pairs._merge_case(pairs._runs_case(403, 300, 5, False))),
     ),
     "check_perplexity": (
         Case("a last, shorter window", perplexity._case(701, 8 * 4 + 4), weight=2.0),
@@ -73,6 +84,10 @@ HIDDEN = {
         Case("another context length", perplexity._case(705, 3 * 6 + 2, block_size=3, vocab_size=10)),
         Case("a context of one token", perplexity._case(706, 9, block_size=1)),
         Case("a non-contiguous stream", perplexity._case(707, 8 * 3 + 5, strided=True)),
+        # 4 windows, the last of 7 targets: the mutant `range(0, len(data) ^ 1, T)` (len + 1 for an even
+        # length) added a window of no tokens, and the model refuses an empty input
+        Case("a stream of whole windows, one token short", perplexity._case(708, 8 * 4)),
+        # Equivalent: `logits[-1]` for `logits[0]`, as model(x[None]) returns a batch of one, (1, t, V).
     ),
     "check_sample_next": (
         Case("temperature 2", sampling._case(601, 2, 12, 2.0, None)),
@@ -85,6 +100,16 @@ HIDDEN = {
         Case("the draws follow the generator", sampling._case(609, 1, 8, 1.0, None, "seeds")),
         Case("a batch of one", sampling._case(610, 1, 7, 0.9, 3, "one")),
         Case("float64 and non-contiguous logits", sampling._case(611, 2, 9, 1.2, None, "strided", dtype=torch.float64)),
+        # sample_next(logits) alone: the statement gives the signature with its defaults, temperature=1.0 and
+        # top_k=None; the mutants `temperature=2.0` and `temperature=0.0` changed them
+        Case("the defaults: temperature 1, every token", sampling._case(612, 2, 9, 1.0, None, "defaults"),
+             weight=2.0),
+        # Equivalent under the statement, which fixes logits as (B, V) and the grading as statistical:
+        # - `logits.shape[1]`, `shape[+1]`, `dim=1`, `dim=+1` for the last axis (-1): the same axis of a 2-D input;
+        # - `top_k <= V` for `top_k < V`: top_k = V keeps every logit (none is below the smallest), as None does;
+        # - `[:, -1]` for `[:, 0]` of one sample: the same column;
+        # - `num_samples=2`, then `[:, 0]`: the first draw without replacement follows probs itself (torch
+        #   fills a second draw from zero-probability tokens when fewer than two are left, top_k=1 included).
     ),
     "check_train_bpe": (
         Case("ties between pairs", lambda: ("cdcdabab", training.N_BYTES + 3)),
@@ -92,5 +117,7 @@ HIDDEN = {
         Case("non-ASCII text (UTF-8 bytes)", lambda: (training.UNICODE, training.N_BYTES + 15), weight=2.0),
         Case("no merges: vocab_size 256", lambda: ("hello", training.N_BYTES)),
         Case("stops when no pair is left", lambda: ("aaaa", training.N_BYTES + 10)),
+        # Equivalent: `~stats[p]` (-stats[p] - 1) for `-stats[p]`, the same order; `continue` for `break`
+        # once no pair is left, since every later round finds no pair either and learns nothing.
     ),
 }

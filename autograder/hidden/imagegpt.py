@@ -29,6 +29,17 @@ HIDDEN = {
         Case("the completion follows the generator", completion._case(807, 1, 1.0, "seeds", B=200)),
         Case("a batch of one", completion._case(808, 2, 1.0, "one", B=1)),
         Case("non-contiguous tokens", completion._case(809, 1, 0.8, "strided")),
+        # complete(model, tokens, rows_kept) alone: the statement's signature gives temperature=1.0
+        Case("the default temperature", completion._case(810, 1, 1.0, "defaults")),
+        # the last row of two pixels: the last pixel of the image is the second one drawn and checked (the rule
+        # mutant `range(rows_kept * W, H * W - 1)` left it undrawn)
+        Case("the last pixel is drawn too", completion._case(811, 2, 1.0, W=2)),
+        # Equivalent: `softmax(..., dim=1)` or `dim=+1` for `dim=-1` on logits (B, V); `seq[:, : i + 2]` for
+        # `: i + 1`, as the model is causal and logits[:, i] reads only the pixels before i; `[:, -1]` for `[:, 0]`
+        # of one draw; `multinomial(probs, 2)[:, 0]`, whose first draw without replacement follows probs (the
+        # statement: any correct way of sampling passes). Grading this part takes seconds to minutes on a loaded
+        # machine, near mutants.py's 10 s clock, so some of these are killed by the clock in one run and survive
+        # the next (the first run killed all 70 mutants).
     ),
     "check_sequence_cost": (
         Case("iGPT's largest input, 64 x 64", cost._case(64), weight=2.0),
@@ -45,6 +56,8 @@ HIDDEN = {
         Case("1 x 1", mask._case(1, "A")),
         Case("1 x 1", mask._case(1, "B")),
         Case("9 x 9, type B", mask._case(9, "B")),
+        # Equivalent: `mask_type >= "B"` and `mask_type is "B"` for `== "B"`, as mask_type is "A" or "B" and
+        # CPython keeps one object for each one-character string.
     ),
     "check_palette": (
         Case("extra leading axes (B, H, W, 3)", palette._case(1, (2, 4, 5), 8), weight=2.0),
@@ -55,6 +68,7 @@ HIDDEN = {
         Case("float64", palette._case(6, (30,), 16, torch.float64)),
         Case("a non-contiguous palette", palette._case(7, (25,), 9, strided=True)),
         Case("512 colours", palette._case(8, (300,), 512)),
+        # Equivalent: `len(mine) != 0` for `> 0`, a length is never negative.
     ),
     "check_ridge_probe": (
         Case("a test set that has drifted", probe._case(1, 300, 6, 3, 1e-3, shift=2.5), weight=2.0),
@@ -66,6 +80,18 @@ HIDDEN = {
              weight=2.0),
         Case("ten classes", probe._case(5, 500, 12, 10, 1e-2)),
         Case("float64, non-contiguous features", probe._case(6, 250, 7, 5, 1e-3, dtype=torch.float64, strided=True)),
+        # l2 left to its default, 1e-3, which the statement's signature gives: the mutants `l2=1.001` and
+        # `l2=-0.999` move the accuracy by 10 and 7 rows of 200 here (few samples per feature)
+        Case("the default penalty", probe._case(11, 40, 30, 3, None, prior=(0.7, 0.2, 0.1)), weight=2.0),
+        # the statement's clamp(min=1e-8): without it (`clamp(min=-0.99999999)`) a constant feature gives 0 / 0
+        Case("a feature that never changes", probe._case(9, 200, 5, 3, 1e-3, constant=True)),
+        # a second column of ones (`torch.ones(len(z), 2)`) halves the bias's penalty; with a strong penalty and
+        # unequal classes that moves 8 rows of 200
+        Case("a strong penalty, classes of unequal size", probe._case(13, 40, 30, 3, 30.0, prior=(0.7, 0.2, 0.1))),
+        # Equivalent: `int(train_labels.max()) << 1` or `+ 2` classes for `+ 1`. The extra one-hot columns are
+        # zero, so are their columns of W (X^T Y is zero there) and their scores. The real classes' scores sum
+        # to N / (N + l2) > 0 for every test row (standardised columns sum to zero, so X^T X + l2 I is block
+        # diagonal with the bias apart, and X^T 1 = N e_bias), so one of them is positive and wins the argmax.
     ),
     "check_quantize_9bit": (
         Case("every value of every channel", quantize._case(1, 1, 16, 16, every_value=True), weight=2.0),
@@ -73,6 +99,9 @@ HIDDEN = {
         Case("one pixel", quantize._case(3, 4, 1, 1)),
         Case("channels-last (non-contiguous) images", quantize._case(4, 3, 5, 4, strided=True)),
         Case("a larger batch", quantize._case(5, 16, 8, 8)),
+        # Equivalent: `|` or `^` for `+` in `(bins << 5) + 16` (the low five bits of bins << 5 are zero), and
+        # `+` or `^` for `|` in packing the bins (bins 0..7 shifted by 6, 3 and 0 never share a bit), whatever
+        # the precedence of the mixed expression.
     ),
     "check_raster_order": (
         Case("tall images (H > W)", sequence._case(1, 3, 5, 2), weight=2.0),

@@ -25,6 +25,8 @@ HIDDEN = {
         Case("one patch", embedding._case(634, 2, 2, 4, 4, 8)),
         Case("float64", embedding._case(635, 2, 3, 6, 3, 12, torch.float64)),
         Case("non-contiguous (channels-last) images", embedding._case(636, 2, 3, 8, 2, 8, swap=True)),
+        # Equivalent: `expand(B, 1, -1)` or `expand(B, +1, -1)` for `expand(B, -1, -1)` (the class token's
+        # axis 1 has size 1), and another std in the initialisation of pos_embed, which the grader overwrites.
     ),
     "check_random_masking": (
         Case("batch of one", masking._case(691, 1, 16, 4, 0.75)),
@@ -53,6 +55,24 @@ HIDDEN = {
         Case("assignment, 1 x 1", matching._assignment_case(726, 1, 1)),
         Case("assignment, float64 and non-contiguous",
              matching._assignment_case(727, 8, 8, dtype=torch.float64, swap=True)),
+        # An odd number of columns: the mutants of the potentials' update `for j in range(m + 1)` that leave out
+        # the last column or two (`range(m)`, `m * 1`, `m // 1`, `m ** 1`, `m + 0`, `m - 1`, and `m | 1`, `m ^ 1`
+        # when m is odd) return a one-to-one assignment that is not the cheapest here.
+        Case("assignment, five by five", matching._assignment_case(734, 5, 5), weight=2.0),
+        Case("assignment, more columns than rows", matching._assignment_case(732, 4, 5)),
+        # Equivalent (the full run of the 419 mutants, autograder/mutation/06-vit.csv):
+        # - `softmax(1)`, `softmax(+1)` for `softmax(-1)`: the logits are (Q, K);
+        # - `len(c[-1])` for `len(c[0])`: every row has m entries;
+        # - longer lists `[..] * (n << 1)`, `(m << 1)`, `(n + 2)`, `(m + 2)` for u, v, row_of, dist, prev, done:
+        #   the loops read indices 0..n and 0..m only;
+        # - `[1.0]`, `[-1.0]` for the potentials' `[0.0]` (u or v): every reduced cost c - u - v moves by the
+        #   same constant, so every comparison, delta and path is the same;
+        # - `[1]`, `[-1]` for prev's `[0]`, `j1 = 1` or `-1` for `j1 = 0`: each is written before it is read
+        #   (every finite d beats dist = inf, and a free column always has a finite dist);
+        # - `range(0, n + 1)` for the rows: row 0 finds row_of[0] = 0 and does nothing; `range(0, m + 1)` for the
+        #   columns searched: column 0 is done from the start;
+        # - `d <= dist[j]`, `dist[j] <= delta`: ties take another shortest path, another least-cost matching;
+        # - `shape[0] >= shape[1]`: a square cost is transposed, matched, and transposed back.
     ),
     "check_patchify": (
         Case("batch of one", patches.images(611, 1, 1, 8, 8, 4)),
@@ -73,5 +93,10 @@ HIDDEN = {
         Case("float64", rollout._maps(676, 3, 2, 2, 5, dtype=torch.float64)),
         Case("non-contiguous maps", rollout._maps(677, 3, 2, 3, 5, swap=True)),
         Case("a class token and 16 patches, six layers", rollout._maps(678, 6, 2, 4, 17)),
+        # attention_rollout(maps) alone: the statement's signature gives add_residual=True as the default
+        # (the mutant `add_residual=False` changed it)
+        Case("the default adds the identity", rollout._maps(679, 3, 2, 2, 6, residual=None), weight=2.0),
+        # Equivalent, as every map is (B, nh, T, T) of one dtype and device: `shape[-2]` or `shape[~1]` for
+        # `shape[-1]` (T x T), and `maps[-1]` for `maps[0]` to read T, the dtype or the device.
     ),
 }

@@ -8,7 +8,8 @@ correct sampler breaks with probability below ``1e-8`` per token, while the
 named mistakes miss it by tens of standard deviations. The grader seeds every
 draw, so a grade never changes between runs. The generator is checked apart:
 generators seeded alike must repeat a draw, generators seeded differently
-must not.
+must not. A case in mode ``"defaults"`` calls ``sample_next(logits)`` alone:
+the signature's defaults, ``temperature=1.0, top_k=None``, are part of the task.
 """
 
 from __future__ import annotations
@@ -106,13 +107,15 @@ def fits(counts: torch.Tensor, p: torch.Tensor, n: int) -> bool:
     return bool(((counts - mean).abs() <= Z * sd + 2).all())
 
 
-def _draw(fn: Callable, logits: torch.Tensor, temperature: float, top_k: int | None, seed: int, global_seed: int
-          ) -> torch.Tensor:
-    """One call of the student's sampler with a seeded generator; the notebook's random state is kept."""
+def _draw(fn: Callable, logits: torch.Tensor, temperature: float, top_k: int | None, seed: int, global_seed: int,
+          defaults: bool = False) -> torch.Tensor:
+    """One call of the student's sampler with a seeded generator (``defaults``: ``fn(logits)`` alone, drawing
+    from the seeded global generator); the notebook's random state is kept."""
     before = snapshot(logits)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(global_seed)
-        result = run_student(fn, logits, temperature, top_k, torch.Generator().manual_seed(seed), what="sample_next")
+        args = () if defaults else (temperature, top_k, torch.Generator().manual_seed(seed))
+        result = run_student(fn, logits, *args, what="sample_next")
     require_unchanged(before, logits, message="sample_next changed the logits in place (for example with div_); "
                                               "compute on new tensors")
     ids = require_tensor(result, "the result of sample_next")
@@ -151,16 +154,23 @@ def _check(fn: Callable) -> Callable:
         logits = distinct.repeat_interleave(DRAWS, dim=0)  # (rows * N, V): row r repeated N times
         if mode == ("strided",):
             logits = logits.t().contiguous().t()  # the same values, column-major
-        ids = _draw(fn, logits, temperature, top_k, seed, seed + 1)
+        defaults = mode == ("defaults",)
+        if defaults:  # sample_next(logits): the defaults temperature=1.0, top_k=None
+            temperature, top_k = 1.0, None
+        ids = _draw(fn, logits, temperature, top_k, seed, seed + 1, defaults)
         if mode and mode[0] in ("repeat", "seeds"):
             _check_generator(fn, logits, temperature, top_k, seed, ids, mode[0])
         counts = F.one_hot(ids.view(rows, DRAWS), V).sum(1).double()  # (rows, V)
         expected = probs(distinct, temperature, top_k)
         if not fits(counts, expected, DRAWS):
             outside = top_k is not None and bool(((expected == 0) & (counts > 0)).any())
-            raise first_match(counts, variants(distinct, temperature, top_k), OUTSIDE_TOP_K if outside else
-                              "the draws do not follow softmax(logits / temperature) restricted to the top_k "
-                              "largest logits", matches=lambda got, variant: fits(got, variant, DRAWS))
+            fallback = OUTSIDE_TOP_K if outside else ("the draws do not follow softmax(logits / temperature) "
+                                                      "restricted to the top_k largest logits")
+            if defaults:
+                fallback = ("called as sample_next(logits), the draws do not follow softmax(logits): keep the "
+                            "defaults of the signature, temperature=1.0 and top_k=None")
+            raise first_match(counts, variants(distinct, temperature, top_k), fallback,
+                              matches=lambda got, variant: fits(got, variant, DRAWS))
 
     return check
 

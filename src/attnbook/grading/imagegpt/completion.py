@@ -74,13 +74,14 @@ def _follows(values: torch.Tensor, p: torch.Tensor) -> bool:
 
 
 def _run(fn: Callable, model: ImageGPT, tokens: torch.Tensor, rows_kept: int, temperature: float, seed: int,
-         global_seed: int) -> torch.Tensor:
-    """One call of the student's complete with a seeded generator; the notebook's random state is kept."""
+         global_seed: int, defaults: bool = False) -> torch.Tensor:
+    """One call of the student's complete with a seeded generator (``defaults``: ``complete(model, tokens,
+    rows_kept)`` alone, drawing from the seeded global generator); the notebook's random state is kept."""
     before = snapshot(tokens)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(global_seed)
-        result = run_student(fn, model, tokens, rows_kept, temperature, torch.Generator().manual_seed(seed),
-                             what="complete")
+        args = () if defaults else (temperature, torch.Generator().manual_seed(seed))
+        result = run_student(fn, model, tokens, rows_kept, *args, what="complete")
     require_unchanged(before, tokens, message="complete changed its input tokens in place: fill a copy")
     out = require_ids(result, "the result of complete", tuple(tokens.shape), "(B, H, W), like tokens")
     if bool(((out < 0) | (out >= model.config.vocab_size)).any()):
@@ -123,7 +124,9 @@ def _check_distribution(model: ImageGPT, tokens: torch.Tensor, out: torch.Tensor
 
 def _check(fn: Callable) -> Callable:
     def check(model, tokens, rows_kept, temperature, seed, *mode):
-        out = _run(fn, model, tokens, rows_kept, temperature, seed, seed + 1)
+        if mode == ("defaults",):  # complete(model, tokens, rows_kept): the default temperature, 1.0
+            temperature = 1.0
+        out = _run(fn, model, tokens, rows_kept, temperature, seed, seed + 1, mode == ("defaults",))
         if not torch.equal(out[:, :rows_kept], tokens[:, :rows_kept]):
             raise CheckFailed("the kept rows changed: the first rows_kept rows are given and must come back "
                               "unchanged; sample only the pixels after them")

@@ -26,13 +26,15 @@ from ._common import IG
 __all__ = ["check_ridge_probe"]
 
 TOLERANCE = 0.011  # two rows of 200 may fall the other way under another solver
+L2 = 1e-3  # the statement's default penalty: ridge_probe(..., l2=1e-3)
 
 
-def _case(seed: int, n_train: int, D: int, K: int, l2: float, *, shift: float = 0.0, scale: float = 1.0,
+def _case(seed: int, n_train: int, D: int, K: int, l2: float | None, *, shift: float = 0.0, scale: float = 1.0,
           offset: float = 0.0, prior: tuple[float, ...] | None = None, dtype: torch.dtype = torch.float32,
-          strided: bool = False) -> Callable[[], tuple]:
+          strided: bool = False, constant: bool = False) -> Callable[[], tuple]:
     """Features of K Gaussian classes (N, D); ``shift`` moves the test set, ``scale`` stretches some features,
-    ``prior`` gives the classes unequal shares."""
+    ``prior`` gives the classes unequal shares, ``constant`` makes the last feature 1 everywhere (its standard
+    deviation 0). ``l2=None`` calls ``ridge_probe`` without ``l2``: its default."""
 
     def make():
         g = torch.Generator().manual_seed(seed)
@@ -49,6 +51,8 @@ def _case(seed: int, n_train: int, D: int, K: int, l2: float, *, shift: float = 
         stretch = torch.ones(D, dtype=torch.float64)
         stretch[: D // 2] = scale  # some features on a much larger scale
         x_train, x_test = x_train * stretch + offset, x_test * stretch + offset
+        if constant:  # a feature that never changes: std 0, clamped to 1e-8, so z = 0
+            x_train[:, -1], x_test[:, -1] = 1.0, 1.0
         if strided:
             x_train = x_train.t().contiguous().t()
         return x_train.to(dtype), y_train, x_test.to(dtype), y_test, l2
@@ -74,7 +78,10 @@ def _variants(x_train, y_train, x_test, y_test, l2):
 
         X = design(x)
         Y = F.one_hot(y_train, int(y_train.max()) + 1).double()
-        W = torch.linalg.solve(X.T @ X + penalty * torch.eye(X.shape[1], dtype=X.dtype), X.T @ Y)
+        try:
+            W = torch.linalg.solve(X.T @ X + penalty * torch.eye(X.shape[1], dtype=X.dtype), X.T @ Y)
+        except torch.linalg.LinAlgError:  # no penalty and a constant feature: this mistake has no answer
+            return math.nan
         feats, labels = (x_train, y_train) if train_acc else (x_test, y_test)
         return float(((design(feats, own=test_stats) @ W).argmax(1) == labels).double().mean())
 
@@ -94,7 +101,9 @@ def _variants(x_train, y_train, x_test, y_test, l2):
 def _check(fn: Callable) -> Callable:
     def check(x_train, y_train, x_test, y_test, l2):
         before = snapshot(x_train, y_train, x_test, y_test)
-        result = run_student(fn, x_train, y_train, x_test, y_test, l2, what="ridge_probe")
+        given = () if l2 is None else (l2,)  # None: the default penalty, l2 left out of the call
+        result = run_student(fn, x_train, y_train, x_test, y_test, *given, what="ridge_probe")
+        l2 = L2 if l2 is None else l2
         require_unchanged(before, x_train, y_train, x_test, y_test,
                           message="ridge_probe changed its inputs in place; compute on new tensors")
         if isinstance(result, torch.Tensor) and result.numel() == 1:

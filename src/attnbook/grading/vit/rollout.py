@@ -26,7 +26,8 @@ from ._common import VIT
 
 
 def _maps(seed, L, B, nh, T, residual=True, dtype=torch.float32, swap=False):
-    """A maker of ``(maps, add_residual)``: L random row-stochastic (B, nh, T, T) maps."""
+    """A maker of ``(maps, add_residual)``: L random row-stochastic (B, nh, T, T) maps; ``residual=None``
+    calls ``attention_rollout(maps)``, leaving ``add_residual`` to its default, True."""
 
     def make():
         g = torch.Generator().manual_seed(seed)
@@ -82,7 +83,9 @@ def _mistakes(maps, residual):
 def _check(fn: Callable) -> Callable:
     def check_one(maps, residual):
         before = snapshot(*maps)
-        out = run_student(fn, list(maps), add_residual=residual, what="attention_rollout")
+        given = {} if residual is None else {"add_residual": residual}  # None: the default
+        out = run_student(fn, list(maps), **given, what="attention_rollout")
+        residual = True if residual is None else residual
         require_unchanged(before, *maps, message="attention_rollout changed the maps in place; compute on new "
                                                  "tensors (a + eye, not a += eye)")
         out = require_tensor(out, "the result of attention_rollout")
