@@ -1,9 +1,11 @@
 """autograder/mutants.py: cosmic-ray's mutants of a solution cell, and the hand-written rule mutants,
 graded by the cell's own test cells."""
 
+import contextlib
 import csv
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -105,3 +107,16 @@ def test_every_rule_mutant_is_killed(assignment):
     for cell, rules in mutants.load_rules(assignment).items():
         survivors += notebook.score_rules(cell, rules).survivors
     assert survivors == [], "\n\n".join(survivors)
+
+
+def test_the_clock_rings_again_for_a_check_that_swallowed_it():
+    """A check that records the first TimeoutError and goes on to a case where the mutant loops again
+    is stopped again: three looping cases in a row all end, in about 1 + 2 x 0.2 s."""
+    ended, start = 0, time.monotonic()
+    with contextlib.suppress(TimeoutError), mutants._clock(1):
+        for _ in range(3):
+            with contextlib.suppress(TimeoutError):  # the check turns the ring into a failed case
+                while True:
+                    pass
+            ended += 1
+    assert ended == 3 and time.monotonic() - start < 10
