@@ -1,4 +1,4 @@
-"""Plots: attention heatmaps, positional encodings, image grids and training curves.
+"""Plots: attention heatmaps, positional encodings, image grids, training curves and accuracy bars.
 
 Every function takes a torch tensor or a NumPy array, checks its shape, and
 draws with matplotlib's object API. Functions that draw one panel take an
@@ -44,6 +44,7 @@ __all__ = [
     "positional_encoding_plot",
     "image_grid",
     "training_curves",
+    "accuracy_bars",
 ]
 
 
@@ -243,4 +244,53 @@ def training_curves(
     if right is not None:
         right.set_ylabel(", ".join(_escape(m) for m in others) if len(others) <= 2 else "metric")
     ax.legend(lines, [str(line.get_label()) for line in lines], loc="best", fontsize=8)
+    return ax
+
+
+# ----------------------------------------------------------------------------- accuracy
+
+
+def accuracy_bars(
+    buckets: Mapping[str, Sequence[Any]],
+    ax: Axes | None = None,
+    *,
+    colors: Sequence[str] | None = None,
+    title: str | None = None,
+    xlabel: str = "source length in characters",
+) -> Axes:
+    """Grouped bars of accuracy by input length, one group per bucket and one bar per model.
+
+    ``buckets`` maps a model's name to its rows of
+    :func:`attnbook.seq2seq.accuracy_by_length` (anything with ``lo``, ``hi``,
+    ``accuracy`` and ``count``), the same buckets for every model; each bar
+    is labelled with its percentage, each group with its lengths and count.
+
+    >>> from attnbook.seq2seq import LengthBucket
+    >>> rows = {"a": [LengthBucket(0, 10, 0.5, 4), LengthBucket(10, 20, 1.0, 2)],
+    ...         "b": [LengthBucket(0, 10, 0.75, 4), LengthBucket(10, 20, 0.0, 2)]}
+    >>> ax = accuracy_bars(rows, colors=["C3", "C0"])
+    >>> len(ax.patches), [t.get_text() for t in ax.get_xticklabels()]
+    (4, ['0-9\\n(4)', '10-19\\n(2)'])
+    >>> plt.close(ax.figure)
+    """
+    if not buckets:
+        raise ValueError("buckets must name at least one model")
+    groups = [[(b.lo, b.hi, b.count) for b in rows] for rows in buckets.values()]
+    if any(g != groups[0] for g in groups):
+        raise ValueError("every model's buckets must have the same lengths and counts (the same held-out data)")
+    if colors is not None and len(colors) != len(buckets):
+        raise ValueError(f"colors has {len(colors)} entries but there are {len(buckets)} models")
+    ax = _new_axes(ax, figsize=(7.5, 3.4))
+    width = 0.76 / len(buckets)
+    for i, (name, rows) in enumerate(buckets.items()):
+        xs = [k + (i - (len(buckets) - 1) / 2) * width for k in range(len(rows))]  # centred on the group
+        ax.bar(xs, [b.accuracy for b in rows], width=width, label=_escape(name),
+               color=None if colors is None else colors[i])
+        for x, b in zip(xs, rows, strict=True):
+            ax.text(x, b.accuracy + 0.02, f"{b.accuracy:.0%}", ha="center", fontsize=8)
+    ax.set_xticks(range(len(groups[0])), [f"{lo}-{hi - 1}\n({n})" for lo, hi, n in groups[0]])
+    ax.set(ylim=(0, 1.1), xlabel=xlabel, ylabel="exact match")
+    if title is not None:
+        ax.set_title(title)
+    ax.legend(loc="lower left")
     return ax
