@@ -117,3 +117,14 @@ def test_matmul_peak_and_machine_header_on_cuda() -> None:
     flops, what = matmul_peak("cuda", reps=2, size=1024)
     assert flops > 1e11 and what == "1024x1024 bfloat16 matmul"
     assert f"cuda ({torch.cuda.get_device_name()})" in machine_header("cuda")
+
+
+def test_attention_peak_mib_grows_quadratically_for_the_explicit_path_only():
+    lengths = [64, 256]
+    explicit = measure.attention_peak_mib(lambda q, k, v: scaled_dot_product_attention(q, k, v)[0], lengths,
+                                          heads=2, head_size=16)
+    fused = measure.attention_peak_mib(fused_attention, lengths, heads=2, head_size=16)
+    assert explicit[1] / explicit[0] > 8  # T² dominates: x16 at most
+    assert fused[1] / fused[0] < 6  # linear: x4 plus a constant
+    with pytest.raises(TypeError, match="attention must be a callable"):
+        measure.attention_peak_mib("sdpa", lengths)
