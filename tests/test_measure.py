@@ -12,7 +12,7 @@ import torch
 from attnbook import measure
 from attnbook.attention import fused_attention, scaled_dot_product_attention
 from attnbook.measure import PeakTensorMemory, machine_header, matmul_peak, median_seconds, peak_bytes, sync
-from attnbook.results import committed_results, provenance
+from attnbook.results import committed_results, finetune_selection, provenance
 
 
 def test_peak_counts_live_storages_once_and_frees_them() -> None:
@@ -128,3 +128,18 @@ def test_attention_peak_mib_grows_quadratically_for_the_explicit_path_only():
     assert fused[1] / fused[0] < 6  # linear: x4 plus a constant
     with pytest.raises(TypeError, match="attention must be a callable"):
         measure.attention_peak_mib("sdpa", lengths)
+
+
+def test_finetune_selection_on_the_committed_table_picks_one_setting_per_start_and_budget():
+    _, rows = committed_results("bert_finetune.csv")
+    tuned, other = finetune_selection(rows)
+    budgets = sorted({int(r["labels"]) for r in rows})
+    assert set(tuned) == {(start, n) for start in ("scratch", "pretrained") for n in budgets}
+    assert set(other) == {(name, n) for name in ("bag-of-words", "scratch probe", "pretrained probe")
+                          for n in budgets}
+    for (start, n), (val, test, setting) in tuned.items():
+        runs = [r for r in rows if (r["start"], int(r["labels"])) == (start, n) and r["pooling"] in ("cls", "mean")]
+        assert val == max(sum(float(r["val_accuracy"]) for r in same) / len(same)
+                          for same in ([r for r in runs if (r["pooling"], r["finetune_lr"]) == key]
+                                       for key in {(r["pooling"], r["finetune_lr"]) for r in runs}))
+        assert setting.split(",")[0] in ("cls", "mean") and 0 < test < 1
