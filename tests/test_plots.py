@@ -274,3 +274,16 @@ def test_accuracy_bars_draws_a_bar_per_model_and_bucket_and_rejects_other_bucket
         accuracy_bars(rows, colors=["C0"])
     with pytest.raises(ValueError, match="at least one model"):
         accuracy_bars({})
+
+
+def test_grouped_bars_centres_each_group_and_checks_lengths():
+    from attnbook.plots import grouped_bars
+
+    ax = grouped_bars({"a": [1, 2], "b": [3, 4], "c": [5, 6]}, ["x\ny", "$z"], width=0.2)
+    xs = sorted(round(p.get_x() + p.get_width() / 2, 6) for p in ax.patches)
+    assert xs == [-0.2, 0.0, 0.2, 0.8, 1.0, 1.2]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["x\ny", "\\$z"]  # a line break kept, "$" drawn as is
+    with pytest.raises(ValueError, match="series 'a' has 1 values but there are 2 groups"):
+        grouped_bars({"a": [1]}, ["x", "y"])
+    with pytest.raises(ValueError, match="at least one series"):
+        grouped_bars({}, [])
