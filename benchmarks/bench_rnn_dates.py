@@ -44,28 +44,17 @@ import time
 
 import torch
 
-from attnbook.data import CharVocab, make_date_pairs, make_number_pairs
+from attnbook.data import make_date_pairs, make_mixed_number_pairs, make_number_pairs
 from attnbook.measure import machine_header
 from attnbook.rnn import Seq2Seq, Seq2SeqConfig
 from attnbook.runtime import count_parameters, get_device, seed_everything
-from attnbook.seq2seq import LengthBuckets, accuracy_table, encode_pairs, exact_match, seq2seq_loss
+from attnbook.seq2seq import LengthBuckets, accuracy_table, encode_split, exact_match, seq2seq_loss
 from attnbook.train import Snapshots, fit
 
 # Edges of the input-length buckets (characters): lo <= length < hi; 999 is open-ended.
 DATE_EDGES = [1, 11, 16, 21, 26, 31, 999]
 NUMBER_EDGES = [1, 21, 31, 41, 51, 61, 999]
 MIXED_EDGES = [0, 30, 40, 50, 60, 999]  # the buckets of chapter 1's figure
-MIXED_RANGES = [(0, 999, 1_000), (1_000, 9_999, 3_000), (10_000, 99_999, 3_000), (100_000, 999_999, 3_000)]
-
-
-def mixed_number_pairs(n_test: int) -> tuple[list, list]:
-    """Chapter 1's pairs: numbers of 1 to 6 digits, shuffled with seed 0; (train, test) with n_test held out."""
-    pairs = []
-    for seed, (low, high, n) in enumerate(MIXED_RANGES):
-        pairs += make_number_pairs(n, "en", "de", seed=seed, low=low, high=high)
-    order = torch.randperm(len(pairs), generator=torch.Generator().manual_seed(0)).tolist()
-    pairs = [pairs[i] for i in order]
-    return pairs[n_test:], pairs[:n_test]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -143,19 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     n = args.n_train + args.n_test
     if args.task == "numbers-mixed":
-        train, test = mixed_number_pairs(args.n_test)  # distinct numbers
+        train, test = make_mixed_number_pairs(args.n_test)  # chapter 1's: distinct numbers, shuffled with seed 0
     else:
         if args.task == "dates":
             pairs = make_date_pairs(n, seed=args.seed)  # distinct sources: no leak
         else:
             pairs = make_number_pairs(n, "en", "de", seed=args.seed, high=args.high)  # distinct numbers
         train, test = pairs[: args.n_train], pairs[args.n_train :]
-    src_vocab = CharVocab.from_texts(s for s, _ in train)
-    tgt_vocab = CharVocab.from_texts(t for _, t in train)
-    src, tgt = encode_pairs(train, src_vocab, tgt_vocab)
-    test_src, test_tgt = encode_pairs(test, src_vocab, tgt_vocab)
+    src_vocab, tgt_vocab, src, tgt, test_src, test_tgt, test_len = encode_split(train, test)
     data = dict(src_vocab=src_vocab, tgt_vocab=tgt_vocab, src=src, tgt=tgt, test_src=test_src.to(device),
-                test_tgt=test_tgt.to(device), test_len=torch.tensor([len(s) for s, _ in test]).to(device),
+                test_tgt=test_tgt.to(device), test_len=test_len.to(device),
                 edges={"dates": DATE_EDGES, "numbers": NUMBER_EDGES, "numbers-mixed": MIXED_EDGES}[args.task])
     print(f"# {args.task}: {len(train)} train / {len(test)} held-out pairs, source vocab {len(src_vocab)}, "
           f"target vocab {len(tgt_vocab)}, made in {time.perf_counter() - t0:.1f} s")

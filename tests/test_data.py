@@ -402,3 +402,16 @@ def test_fetch_shakespeare_for_real(cache: Path) -> None:
     assert "HAMLET:\n" in text and "**HAMLET**" not in text
     assert not re.search(r"[ \t]+$", text, flags=re.MULTILINE)
     assert (cache / "shakespeare.txt").is_file()
+
+
+def test_make_mixed_number_pairs_holds_out_distinct_numbers_of_every_range():
+    ranges = [(0, 99, 40), (1_000, 9_999, 60)]
+    train, test = data.make_mixed_number_pairs(20, ranges=ranges, src="digits", tgt="en", seed=3)
+    assert len(train) == 80 and len(test) == 20
+    numbers = [int(s) for s, _ in train + test]
+    assert len(set(numbers)) == 100
+    assert sum(n < 100 for n in numbers) == 40
+    assert {s for s, _ in test}.isdisjoint(s for s, _ in train)
+    assert data.make_mixed_number_pairs(20, ranges=ranges, src="digits", tgt="en", seed=3) == (train, test)
+    with pytest.raises(ValueError, match="n_test=101 is more than the 100 pairs"):
+        data.make_mixed_number_pairs(101, ranges=ranges)

@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from attnbook.diagrams import transformer_diagram
+from attnbook.diagrams import token_tasks_diagram, transformer_diagram
 from attnbook.transformer import Transformer, TransformerConfig
 
 
@@ -88,3 +88,13 @@ def test_figures_close_cleanly():
 def test_bad_arguments_are_named(kwargs, error, words):
     with pytest.raises(error, match=words):
         transformer_diagram(**kwargs)
+
+
+def test_token_tasks_diagram_frames_the_best_span_and_checks_the_scores():
+    fig = token_tasks_diagram(["who", "?"], ["ann", "did", "it"], {"ann": "B-PER"}, [0.1, 2.0, 0.3], [0.2, 0.1, 1.5])
+    qa = fig.axes[1]
+    frame = [p for p in qa.patches if not p.get_fill()][0]  # the answer span: "did it", tokens 5 and 6
+    assert (frame.get_x(), frame.get_width()) == (5, 2)
+    assert len([p for p in qa.patches if p.get_fill()]) == 8 + 2 * 8  # token boxes, then start and end bars
+    with pytest.raises(ValueError, match="one score per passage token \\(3\\)"):
+        token_tasks_diagram(["who"], ["ann", "did", "it"], {}, [1.0], [1.0, 2.0, 3.0])

@@ -23,7 +23,9 @@ from attnbook.gpt import (
     perplexity,
     random_batch,
     stream_loss,
+    train_lm,
 )
+from attnbook.runtime import seed_everything
 from attnbook.train import fit
 
 V = 11  # a vocabulary size that no width or length below shares
@@ -398,3 +400,21 @@ def test_bf16_autocast_forward_and_generate_on_cuda() -> None:
     assert logits.dtype == torch.bfloat16 and loss.dtype == torch.float32 and torch.isfinite(loss)
     out = generate(model, idx, 4, top_k=3, generator=torch.Generator("cuda").manual_seed(0))
     assert out.shape == (2, 12) and out.device.type == "cuda"
+
+
+def test_train_lm_is_the_chapter_recipe_written_out():
+    """The pages' numbers stay the same: train_lm draws exactly what the recipe it replaced drew."""
+    ids = torch.randint(0, 12, (500,), generator=torch.Generator().manual_seed(3))
+    model, history = train_lm(ids, 12, ids[:130], steps=4, preset="gpt-nano", batch_size=2, evals=2, seed=5)
+    seed_everything(5)
+    ref = GPT(GPTConfig.preset("gpt-nano", vocab_size=12))
+    g = torch.Generator().manual_seed(5)
+    ref_history = fit(ref, lambda m, batch: m(*batch)[1], lambda: random_batch(ids, 2, 64, generator=g), steps=4,
+                      optimizer=ref.configure_optimizers(6e-3, weight_decay=0.1), schedule="cosine",
+                      warmup_steps=30, device="cpu", progress=False,
+                      eval_fn=lambda m: {"val_loss": stream_loss(m, ids[:130])}, eval_every=2)
+    assert history.train_loss == ref_history.train_loss
+    assert [e["step"] for e in history.evals] == [2, 4]
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), ref.state_dict().values(), strict=True))
+    with pytest.raises(ValueError, match="outside the vocabulary 0 .. 9"):
+        train_lm(ids, 10, steps=1)  # ids up to 11 do not fit a vocabulary of 10

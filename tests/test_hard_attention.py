@@ -7,6 +7,7 @@ import torch
 
 from attnbook.attention import AdditiveAttention
 from attnbook.hard_attention import (
+    estimator_errors,
     exact_gradient,
     sample_hard_attention,
     score_function_gradient,
@@ -104,3 +105,19 @@ def test_bad_input_gets_a_clear_error():
         score_function_gradient(scores, values, lambda c: c.sum(-1), 1)
     with pytest.raises(ValueError, match="f must map contexts"):
         score_function_gradient(scores, values, lambda c: c, 3)
+
+
+def test_estimator_errors_interleaves_the_estimators_and_checks_their_shape():
+    calls = []
+
+    def constant(value):
+        def estimate(n):
+            calls.append((value, n))
+            return torch.full((1, 2), value)
+        return estimate
+
+    errors = estimator_errors({"a": constant(1.0), "b": constant(0.0)}, torch.zeros(1, 2), [2, 4], repeats=3)
+    assert errors == {"a": [2.0, 2.0], "b": [0.0, 0.0]}  # squared distance summed over S
+    assert calls == [(1.0, 2)] * 3 + [(0.0, 2)] * 3 + [(1.0, 4)] * 3 + [(0.0, 4)] * 3  # sizes outer
+    with pytest.raises(ValueError, match="must return \\(1, S\\) = \\(1, 2\\)"):
+        estimator_errors({"bad": lambda n: torch.zeros(1, 3)}, torch.zeros(1, 2), [2])

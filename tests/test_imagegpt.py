@@ -35,6 +35,7 @@ from attnbook.imagegpt import (
     pixelcnn_mask,
     psnr,
     quantize_9bit,
+    receptive_field,
     ridge_probe,
     sample_images,
     sequence_cost,
@@ -498,3 +499,16 @@ def test_imagegpt_on_cuda():
     loss.backward()
     assert torch.isfinite(loss)
     assert 2.5 < evaluate_bits_per_dim(model, images) < 3.5
+
+
+def test_receptive_field_of_imagegpt_is_every_earlier_pixel_and_pixelcnn_has_a_blind_spot():
+    torch.manual_seed(0)
+    H = W = 7
+    gpt = ImageGPT(ImageGPTConfig(vocab_size=8, height=H, width=W, n_layer=1, n_head=2, n_embd=16))
+    earlier = torch.arange(H * W).view(H, W) < 3 * W + 3  # raster order before (3, 3)
+    assert torch.equal(receptive_field(gpt, H, W, 3, 3), earlier)
+    cnn = receptive_field(PixelCNN(8, channels=8, n_layers=3, first_kernel=3), H, W, 3, 3)
+    assert not bool((cnn & ~earlier).any())  # never a later pixel
+    assert bool(cnn[2, 2]) and not bool(cnn[2, 5])  # up-left seen, the blind spot up-right missed
+    with pytest.raises(ValueError, match="r must be"):
+        receptive_field(gpt, H, W, 7, 0)

@@ -12,7 +12,7 @@ import torch
 from attnbook import measure
 from attnbook.attention import fused_attention, scaled_dot_product_attention
 from attnbook.measure import PeakTensorMemory, machine_header, matmul_peak, median_seconds, peak_bytes, sync
-from attnbook.results import committed_results, provenance
+from attnbook.results import committed_results, finetune_selection, provenance
 
 
 def test_peak_counts_live_storages_once_and_frees_them() -> None:
@@ -117,3 +117,29 @@ def test_matmul_peak_and_machine_header_on_cuda() -> None:
     flops, what = matmul_peak("cuda", reps=2, size=1024)
     assert flops > 1e11 and what == "1024x1024 bfloat16 matmul"
     assert f"cuda ({torch.cuda.get_device_name()})" in machine_header("cuda")
+
+
+def test_attention_peak_mib_grows_quadratically_for_the_explicit_path_only():
+    lengths = [64, 256]
+    explicit = measure.attention_peak_mib(lambda q, k, v: scaled_dot_product_attention(q, k, v)[0], lengths,
+                                          heads=2, head_size=16)
+    fused = measure.attention_peak_mib(fused_attention, lengths, heads=2, head_size=16)
+    assert explicit[1] / explicit[0] > 8  # T² dominates: x16 at most
+    assert fused[1] / fused[0] < 6  # linear: x4 plus a constant
+    with pytest.raises(TypeError, match="attention must be a callable"):
+        measure.attention_peak_mib("sdpa", lengths)
+
+
+def test_finetune_selection_on_the_committed_table_picks_one_setting_per_start_and_budget():
+    _, rows = committed_results("bert_finetune.csv")
+    tuned, other = finetune_selection(rows)
+    budgets = sorted({int(r["labels"]) for r in rows})
+    assert set(tuned) == {(start, n) for start in ("scratch", "pretrained") for n in budgets}
+    assert set(other) == {(name, n) for name in ("bag-of-words", "scratch probe", "pretrained probe")
+                          for n in budgets}
+    for (start, n), (val, test, setting) in tuned.items():
+        runs = [r for r in rows if (r["start"], int(r["labels"])) == (start, n) and r["pooling"] in ("cls", "mean")]
+        assert val == max(sum(float(r["val_accuracy"]) for r in same) / len(same)
+                          for same in ([r for r in runs if (r["pooling"], r["finetune_lr"]) == key]
+                                       for key in {(r["pooling"], r["finetune_lr"]) for r in runs}))
+        assert setting.split(",")[0] in ("cls", "mean") and 0 < test < 1

@@ -16,6 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from attnbook.plots import (
+    accuracy_bars,
     attention_grid,
     attention_heatmap,
     image_grid,
@@ -254,3 +255,35 @@ def test_the_attention_plots_stay_importable_from_attnbook_plots():
 
     for name in attnbook.attention_plots.__all__:
         assert getattr(attnbook.plots, name) is getattr(attnbook.attention_plots, name), name
+
+
+def test_accuracy_bars_draws_a_bar_per_model_and_bucket_and_rejects_other_buckets():
+    from attnbook.seq2seq import LengthBucket
+
+    rows = {"none": [LengthBucket(0, 30, 0.8, 10), LengthBucket(30, 80, 0.1, 5)],
+            "additive": [LengthBucket(0, 30, 1.0, 10), LengthBucket(30, 80, 0.9, 5)],
+            "general": [LengthBucket(0, 30, 0.9, 10), LengthBucket(30, 80, 0.5, 5)]}
+    ax = accuracy_bars(rows, title="t")
+    assert len(ax.patches) == 6 and ax.get_title() == "t"
+    assert [t.get_text() for t in ax.texts] == ["80%", "10%", "100%", "90%", "90%", "50%"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(rows)
+    other = {"a": [LengthBucket(0, 30, 1.0, 10)], "b": [LengthBucket(0, 30, 1.0, 9)]}
+    with pytest.raises(ValueError, match="same lengths and counts"):
+        accuracy_bars(other)
+    with pytest.raises(ValueError, match="colors has 1 entries but there are 3 models"):
+        accuracy_bars(rows, colors=["C0"])
+    with pytest.raises(ValueError, match="at least one model"):
+        accuracy_bars({})
+
+
+def test_grouped_bars_centres_each_group_and_checks_lengths():
+    from attnbook.plots import grouped_bars
+
+    ax = grouped_bars({"a": [1, 2], "b": [3, 4], "c": [5, 6]}, ["x\ny", "$z"], width=0.2)
+    xs = sorted(round(p.get_x() + p.get_width() / 2, 6) for p in ax.patches)
+    assert xs == [-0.2, 0.0, 0.2, 0.8, 1.0, 1.2]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["x\ny", "\\$z"]  # a line break kept, "$" drawn as is
+    with pytest.raises(ValueError, match="series 'a' has 1 values but there are 2 groups"):
+        grouped_bars({"a": [1]}, ["x", "y"])
+    with pytest.raises(ValueError, match="at least one series"):
+        grouped_bars({}, [])

@@ -83,3 +83,12 @@ def test_free_cpus_counts_idle_cpus_among_those_allowed(monkeypatch, tmp_path, b
     monkeypatch.setattr(runtime, "open", fake_open, raising=False)
     monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda pid: allowed)
     assert runtime.free_cpus(sample_seconds=0) == free
+
+
+def test_count_parameters_on_meta_allocates_nothing_and_agrees_with_a_real_build():
+    build = lambda n: torch.nn.Sequential(torch.nn.Linear(n, 2 * n), torch.nn.LayerNorm(2 * n))  # noqa: E731
+    assert runtime.count_parameters_on_meta(build, 7) == count_parameters(build(7))
+    assert runtime.count_parameters_on_meta(build, 1_000_000) == 2_000_000_000_000 + 6_000_000
+    assert runtime.readable_count(999_999) == "999,999" and runtime.readable_count(2.5e9) == "2.5 B"
+    with pytest.raises(TypeError, match="build must be a callable"):
+        runtime.count_parameters_on_meta("GPT", 7)

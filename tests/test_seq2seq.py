@@ -13,7 +13,9 @@ from attnbook.rnn import Seq2Seq, Seq2SeqConfig
 from attnbook.seq2seq import (
     LengthBuckets,
     accuracy_by_length,
+    aligned_translation,
     encode_pairs,
+    encode_split,
     exact_match,
     seq2seq_loss,
     translate,
@@ -187,3 +189,26 @@ def test_every_model_overfits_a_tiny_batch_and_translates_it(kind) -> None:
     assert translate(m, [s for s, _ in PAIRS], vocab, vocab, max_len=12) == [t for _, t in PAIRS]
     with pytest.raises(TypeError, match="single str"):
         translate(m, "3 mar 1999", vocab, vocab)
+
+
+def test_encode_split_builds_the_vocabularies_from_training_pairs_only():
+    data = encode_split([("ab", "xy"), ("b", "y")], [("abz", "xq"), ("a", "y")])
+    assert data.test_src[0, 2] == data.src_vocab.unk_id  # "z" was never seen in training
+    assert data.test_len.tolist() == [3, 1]
+    assert data.src.shape == (2, 2) and data.tgt.shape == (2, 4)  # BOS x y EOS
+
+
+def test_aligned_translation_labels_match_the_weights():
+    torch.manual_seed(0)
+    v = CharVocab("0123456789 ")
+    model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=len(v), tgt_vocab_size=len(v)))
+    a = aligned_translation(model, "12 3", v, v, max_len=6)
+    assert a.weights.shape == (len(a.written), 4)
+    assert torch.allclose(a.weights.sum(-1), torch.ones(len(a.written)))
+    assert a.source == ["1", "2", "␣", "3"]
+    assert a.translation == v.decode([v.stoi.get(c, v.eos_id) for c in a.written if c != "<eos>"])
+    plain = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=len(v), tgt_vocab_size=len(v), attention=None))
+    with pytest.raises(TypeError, match="with attention"):
+        aligned_translation(plain, "12", v, v)
+    with pytest.raises(TypeError, match="text must be a str"):
+        aligned_translation(model, ["12"], v, v)  # type: ignore[arg-type]

@@ -526,3 +526,18 @@ def test_accuracy():
         accuracy(logits, targets.float())
     with pytest.raises(ValueError, match="ignore_index"):
         accuracy(logits, torch.full((2, 2), -1), ignore_index=-1)
+
+
+def test_snapshots_curve_scores_copies_and_leaves_the_model_alone():
+    model = torch.nn.Linear(2, 1)
+    snaps = Snapshots()
+    h = fit(model, lambda m, b: m(b).pow(2).mean(), [torch.ones(4, 2)], steps=5, eval_fn=snaps, eval_every=1,
+            device="cpu", progress=False)
+    final = model.weight.detach().clone()
+    curve = snaps.curve(model, h, lambda m: float(m.weight.detach().sum()), every=2)
+    assert [step for step, _, _ in curve] == [2, 4, 5]
+    assert curve[-1][2] == pytest.approx(float(final.sum()))
+    assert curve[0][1] <= curve[1][1] <= curve[2][1]  # seconds grow
+    assert torch.equal(model.weight, final)
+    with pytest.raises(ValueError, match="no copies were taken"):
+        Snapshots().curve(model, h, lambda m: 0.0)

@@ -8,12 +8,16 @@ embeddings (``src_embed``, ``tgt_embed``) scaled by sqrt(d_model), the
 residual add and ``LayerNorm`` (post-norm or pre-norm), the encoder's output
 (the *memory*) fed to every decoder block's cross-attention, and the ``head``
 followed by a softmax. Boxes are drawn bottom to top, in the order the data
-flows. Sibling module: :mod:`attnbook.plots` draws data; this one draws
+flows. :func:`token_tasks_diagram` draws BERT's two token-level heads over
+one ``[CLS] question [SEP] passage [SEP]`` input: a label per token (named
+entities) and start/end scores over the passage (question answering).
+Sibling module: :mod:`attnbook.plots` draws data; this one draws
 architecture.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import matplotlib.pyplot as plt
@@ -23,7 +27,7 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from attnbook._checks import positive_int
 
-__all__ = ["transformer_diagram"]
+__all__ = ["transformer_diagram", "token_tasks_diagram"]
 
 _STEP = 0.85  # vertical distance between two boxes
 _HEIGHT = 0.56  # box height
@@ -196,4 +200,53 @@ def transformer_diagram(
     norm = "pre-norm" if norm_first else "post-norm"
     ax.set_title(f"Transformer (encoder left, decoder right; {norm})", fontsize=11)
     fig.tight_layout()
+    return fig
+
+
+def token_tasks_diagram(
+    question: Sequence[str],
+    passage: Sequence[str],
+    entities: Mapping[str, str],
+    start: Sequence[float],
+    end: Sequence[float],
+) -> Figure:
+    """Token classification above, answer-span scores below, over ``[CLS] question [SEP] passage [SEP]``.
+
+    ``entities`` maps a token to its tag (every other token is ``O``);
+    ``start`` and ``end`` hold one score per passage token, and the span from
+    the highest start to the highest end is framed as the answer.
+
+    >>> fig = token_tasks_diagram(["who", "?"], ["ann", "did"], {"ann": "B-PER"}, [2.0, 0.1], [1.5, 0.3])
+    >>> [t.get_text() for t in fig.axes[0].texts][-6:]          # the tags above the six tokens
+    ['O', 'O', 'O', 'B-PER', 'O', 'O']
+    >>> plt.close(fig)
+    """
+    if len(start) != len(passage) or len(end) != len(passage):
+        raise ValueError(
+            f"start and end need one score per passage token ({len(passage)}), got {len(start)} and {len(end)}"
+        )
+    tokens = ["[CLS]", *question, "[SEP]", *passage, "[SEP]"]
+    ner = [entities.get(tok, "O") for tok in tokens]
+    offset = len(question) + 2  # the first passage token
+    start_all = [0.0] * offset + [float(s) for s in start] + [0.0]  # (len(tokens),)
+    end_all = [0.0] * offset + [float(e) for e in end] + [0.0]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 4.6), layout="constrained")
+    for ax, title in ((ax1, "token classification (NER): a label per token"),
+                      (ax2, "question answering: start and end scores over the passage")):
+        for t, tok in enumerate(tokens):
+            ax.add_patch(Rectangle((t + 0.05, 0), 0.9, 0.8, facecolor="0.9", edgecolor="0.4"))
+            ax.text(t + 0.5, 0.4, tok, ha="center", va="center", fontsize=8)
+        ax.set(xlim=(0, len(tokens)), title=title)
+        ax.set_axis_off()
+    for t, tag in enumerate(ner):
+        ax1.text(t + 0.5, 1.2, tag, ha="center", fontsize=8, color="C3" if tag != "O" else "0.5")
+    ax1.set_ylim(0, 1.6)
+    width = 0.35
+    for shift, scores, colour, label in ((-1, start_all, "C0", "start score"), (+1, end_all, "C1", "end score")):
+        ax2.bar([t + 0.5 + shift * width / 2 for t in range(len(tokens))], [s / 3 for s in scores], width,
+                bottom=1.0, color=colour, label=label)
+    i, j = start_all.index(max(start_all)), end_all.index(max(end_all))  # the first highest, as argmax
+    ax2.add_patch(Rectangle((i, -0.1), j - i + 1, 1.0, fill=False, edgecolor="C2", linewidth=2))
+    ax2.set_ylim(-0.2, 2.0)
+    ax2.legend(loc="upper left", fontsize=8)
     return fig

@@ -17,7 +17,8 @@ is the score-function (REINFORCE) estimate, ``∇_e E[f] = E[f(z_j) ∇_e log γ
 with ``∇_e log γ_j = onehot(j) - γ``, and a leave-one-out baseline that keeps
 it unbiased and cuts its variance; :func:`exact_gradient` is the exact value,
 ``γ_k (f(z_k) - Σ_j γ_j f(z_j))``, for checking it (affordable only because S
-is small here).
+is small here). :func:`estimator_errors` measures how far repeated estimates
+fall from that value, for growing numbers of draws.
 
 Shape legend: ``B`` batch, ``S`` positions (keys), ``d_v`` value width,
 ``N`` Monte-Carlo samples.
@@ -29,13 +30,13 @@ Kool, van Hoof & Welling, *Buy 4 REINFORCE samples, get a baseline for free!* (2
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
 from attnbook._checks import float_tensor, positive_int
 
-__all__ = ["soft_attention", "sample_hard_attention", "score_function_gradient", "exact_gradient"]
+__all__ = ["soft_attention", "sample_hard_attention", "score_function_gradient", "exact_gradient", "estimator_errors"]
 
 
 def _check_scores_values(scores: object, values: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -158,3 +159,38 @@ def exact_gradient(
     losses = torch.stack([f(values[:, j]) for j in range(values.shape[1])], dim=1)  # (B, S): f(z_j)
     mean = (weights * losses.masked_fill(weights == 0, 0.0)).sum(dim=-1, keepdim=True)  # (B, 1): E[f]
     return weights * (losses - mean).masked_fill(weights == 0, 0.0)  # (B, S)
+
+
+def estimator_errors(
+    estimators: Mapping[str, Callable[[int], torch.Tensor]],
+    exact: torch.Tensor,
+    sizes: Sequence[int],
+    repeats: int = 300,
+) -> dict[str, list[float]]:
+    """Mean squared error of each gradient estimator against ``exact`` (1, S), for each number of draws.
+
+    ``estimators`` maps a name to ``estimate(n) -> (1, S)``, one estimate from
+    ``n`` draws. For each ``n`` in ``sizes`` (the outer loop), each estimator
+    in turn is called ``repeats`` times; the error is the squared distance to
+    ``exact`` summed over S and averaged over the repeats. Returns name ->
+    one error per size. Estimators that share a generator draw in that order.
+
+    >>> scores, values = torch.zeros(1, 2), torch.tensor([[[0.0], [2.0]]])
+    >>> f = lambda c: c.sum(-1)                                    # exact gradient (-0.5, 0.5)
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> loo = lambda n: score_function_gradient(scores, values, f, n, generator=gen)
+    >>> errors = estimator_errors({"baseline": loo}, exact_gradient(scores, values, f), [2, 64], repeats=50)
+    >>> errors["baseline"][1] < errors["baseline"][0]               # more draws, less error
+    True
+    """
+    exact = float_tensor("exact", exact)
+    positive_int("repeats", repeats)
+    errors: dict[str, list[float]] = {name: [] for name in estimators}
+    for n in sizes:
+        for name, estimate in estimators.items():
+            estimates = torch.cat([estimate(n) for _ in range(repeats)])  # (repeats, S)
+            if estimates.shape != (repeats, exact.shape[-1]):
+                raise ValueError(f"estimator {name!r} must return (1, S) = (1, {exact.shape[-1]}), "
+                                 f"got {tuple(estimates.shape[1:])} per call")
+            errors[name].append(((estimates - exact) ** 2).sum(1).mean().item())
+    return errors

@@ -12,6 +12,8 @@
   scratch memory that one C++ kernel allocates and frees inside itself (the
   fused attention kernel's per-thread blocks, a constant independent of the
   sequence length), so its figures are a lower bound off by that constant.
+* :func:`attention_peak_mib` -- :func:`peak_bytes` of one attention call on
+  random ``q, k, v`` for each of several sequence lengths.
 * :func:`median_seconds` -- the median time of a few calls after a warm-up,
   synchronising CUDA around each (:func:`sync`).
 * :func:`matmul_peak` -- the FLOP/s of one big matrix multiply, the peak
@@ -42,7 +44,15 @@ from torch.utils._pytree import tree_flatten
 
 from attnbook._checks import positive_int
 
-__all__ = ["PeakTensorMemory", "peak_bytes", "median_seconds", "sync", "matmul_peak", "machine_header"]
+__all__ = [
+    "PeakTensorMemory",
+    "peak_bytes",
+    "attention_peak_mib",
+    "median_seconds",
+    "sync",
+    "matmul_peak",
+    "machine_header",
+]
 
 
 class PeakTensorMemory(TorchDispatchMode):
@@ -123,6 +133,35 @@ def peak_bytes(fn: Callable[[], Any], device: torch.device | str | None = None) 
         out = fn()
         del out
     return meter.peak
+
+
+def attention_peak_mib(
+    attention: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Any],
+    lengths: Sequence[int],
+    *,
+    heads: int = 8,
+    head_size: int = 64,
+    device: torch.device | str | None = None,
+) -> list[float]:
+    """Peak memory (MiB) of one ``attention(q, k, v)`` call per length T, under ``torch.no_grad()``.
+
+    ``q``, ``k`` and ``v`` are (1, heads, T, head_size) float32, drawn from
+    torch's global generator before each call (made outside: not counted).
+
+    >>> explicit = lambda q, k, v: (q @ k.transpose(-2, -1)).softmax(-1) @ v   # keeps a (T, T) matrix
+    >>> [round(m, 2) for m in attention_peak_mib(explicit, [64, 128], heads=1, head_size=8)]
+    [0.04, 0.13]
+    """
+    if not callable(attention):
+        raise TypeError(f"attention must be a callable (q, k, v) -> output, got {type(attention).__name__}")
+    heads, head_size = positive_int("heads", heads), positive_int("head_size", head_size)
+    mib = []
+    for T in lengths:
+        shape = (1, heads, positive_int("T", T), head_size)  # (B, nh, T, hs)
+        q, k, v = (torch.randn(shape, device=device) for _ in range(3))
+        with torch.no_grad():
+            mib.append(peak_bytes(lambda: attention(q, k, v), device) / 2**20)  # noqa: B023 (called at once)
+    return mib
 
 
 def median_seconds(fn: Callable[[], Any], device: torch.device | str | None = None, repeats: int = 5) -> float:

@@ -1,4 +1,4 @@
-"""Plots: attention heatmaps, positional encodings, image grids and training curves.
+"""Plots: attention heatmaps, positional encodings, image grids, training curves and grouped bars.
 
 Every function takes a torch tensor or a NumPy array, checks its shape, and
 draws with matplotlib's object API. Functions that draw one panel take an
@@ -44,6 +44,8 @@ __all__ = [
     "positional_encoding_plot",
     "image_grid",
     "training_curves",
+    "grouped_bars",
+    "accuracy_bars",
 ]
 
 
@@ -243,4 +245,91 @@ def training_curves(
     if right is not None:
         right.set_ylabel(", ".join(_escape(m) for m in others) if len(others) <= 2 else "metric")
     ax.legend(lines, [str(line.get_label()) for line in lines], loc="best", fontsize=8)
+    return ax
+
+
+# ----------------------------------------------------------------------------- accuracy
+
+
+def grouped_bars(
+    values: Mapping[str, Sequence[float]],
+    groups: Sequence[str],
+    ax: Axes | None = None,
+    *,
+    colors: Sequence[str] | None = None,
+    width: float | None = None,
+    value_format: str | None = None,
+    figsize: tuple[float, float] = (7.5, 3.4),
+) -> Axes:
+    """Bars side by side: one group per entry of ``groups``, one bar per series of ``values`` in each.
+
+    ``values`` maps a series' name (its legend label) to one value per group;
+    the bars of a group are ``width`` wide (default ``0.8 / len(values)``) and
+    centred on it. ``value_format`` (e.g. ``"{:.0%}"``) writes each value
+    above its bar. A group's name may hold line breaks. The caller sets the
+    limits, labels and legend.
+
+    >>> ax = grouped_bars({"a": [1.0, 2.0], "b": [3.0, 4.0]}, ["x", "y"], value_format="{:.0f}")
+    >>> len(ax.patches), [t.get_text() for t in ax.texts], [t.get_text() for t in ax.get_xticklabels()]
+    (4, ['1', '2', '3', '4'], ['x', 'y'])
+    >>> plt.close(ax.figure)
+    """
+    if not values:
+        raise ValueError("values must name at least one series")
+    for name, series in values.items():
+        if len(series) != len(groups):
+            raise ValueError(f"series {name!r} has {len(series)} values but there are {len(groups)} groups")
+    if colors is not None and len(colors) != len(values):
+        raise ValueError(f"colors has {len(colors)} entries but there are {len(values)} series")
+    ax = _new_axes(ax, figsize=figsize)
+    n = len(values)
+    width = 0.8 / n if width is None else width
+    for i, (name, series) in enumerate(values.items()):
+        xs = [k + (i - (n - 1) / 2) * width for k in range(len(groups))]  # centred on the group
+        ax.bar(xs, list(series), width=width, label=_escape(name), color=None if colors is None else colors[i])
+        if value_format is not None:
+            for x, v in zip(xs, series, strict=True):
+                ax.text(x, v + 0.02, value_format.format(v), ha="center", fontsize=8)
+    ax.set_xticks(range(len(groups)), [str(g).replace("$", r"\$") for g in groups])  # a "\n" breaks the line
+    return ax
+
+
+def accuracy_bars(
+    buckets: Mapping[str, Sequence[Any]],
+    ax: Axes | None = None,
+    *,
+    colors: Sequence[str] | None = None,
+    title: str | None = None,
+    xlabel: str = "source length in characters",
+) -> Axes:
+    """Grouped bars of accuracy by input length, one group per bucket and one bar per model.
+
+    ``buckets`` maps a model's name to its rows of
+    :func:`attnbook.seq2seq.accuracy_by_length` (anything with ``lo``, ``hi``,
+    ``accuracy`` and ``count``), the same buckets for every model; each bar
+    is labelled with its percentage, each group with its lengths and count
+    (:func:`grouped_bars` draws them).
+
+    >>> from attnbook.seq2seq import LengthBucket
+    >>> rows = {"a": [LengthBucket(0, 10, 0.5, 4), LengthBucket(10, 20, 1.0, 2)],
+    ...         "b": [LengthBucket(0, 10, 0.75, 4), LengthBucket(10, 20, 0.0, 2)]}
+    >>> ax = accuracy_bars(rows, colors=["C3", "C0"])
+    >>> len(ax.patches), [t.get_text() for t in ax.get_xticklabels()]
+    (4, ['0-9\\n(4)', '10-19\\n(2)'])
+    >>> plt.close(ax.figure)
+    """
+    if not buckets:
+        raise ValueError("buckets must name at least one model")
+    groups = [[(b.lo, b.hi, b.count) for b in rows] for rows in buckets.values()]
+    if any(g != groups[0] for g in groups):
+        raise ValueError("every model's buckets must have the same lengths and counts (the same held-out data)")
+    if colors is not None and len(colors) != len(buckets):
+        raise ValueError(f"colors has {len(colors)} entries but there are {len(buckets)} models")
+    ax = grouped_bars({name: [b.accuracy for b in rows] for name, rows in buckets.items()},
+                      [f"{lo}-{hi - 1}\n({n})" for lo, hi, n in groups[0]], ax, colors=colors,
+                      width=0.76 / len(buckets), value_format="{:.0%}")
+    ax.set(ylim=(0, 1.1), xlabel=xlabel, ylabel="exact match")
+    if title is not None:
+        ax.set_title(title)
+    ax.legend(loc="lower left")
     return ax

@@ -2,7 +2,9 @@
 
 A measurement too long for the book build runs in ``benchmarks/`` and
 commits a small CSV whose first line is a comment: the command that made it
-and the machine. A page prints that line and plots or tabulates the rows.
+and the machine. A page prints that line and plots or tabulates the rows
+(:func:`finetune_selection` summarises ``bert_finetune.csv`` the way its
+benchmark chooses).
 The folder is looked for from the working directory upwards (the book is
 built from the repository) and then above the package's own source (an
 editable install of a clone, run from elsewhere).
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import attnbook
 
-__all__ = ["committed_results", "provenance"]
+__all__ = ["committed_results", "provenance", "finetune_selection"]
 
 _FOLDER = Path("benchmarks") / "results"
 
@@ -71,3 +73,38 @@ def provenance(*made_by: str, width: int = 78) -> str:
         machines += [machine] if machine and machine not in machines else []
     text = "made by " + "; ".join(commands) + ("; on " + " and ".join(machines) if machines else "")
     return textwrap.fill(text, width)
+
+
+def finetune_selection(
+    rows: list[dict[str, str]],
+) -> tuple[dict[tuple[str, int], tuple[float, float, str]], dict[tuple[str, int], float]]:
+    """``(tuned, other)`` from the rows of ``bert_finetune.csv``: fine-tuning chosen on validation, and the rest.
+
+    ``tuned[start, labels]`` is ``(mean validation, mean test accuracy,
+    "pooling, lr X")`` of the fine-tuning setting (pooling ``cls`` or ``mean``
+    and learning rate) with the best mean validation accuracy over the seeds;
+    ``other[name, labels]`` the test accuracy of each run without a choice to
+    make: ``"bag-of-words"``, ``"scratch probe"`` and ``"pretrained probe"``.
+
+    >>> rows = [dict(start="scratch", labels="250", pooling=p, finetune_lr=lr, val_accuracy=v, accuracy=a)
+    ...         for p, lr, v, a in [("cls", "0.001", "0.5", "0.4"), ("mean", "0.001", "0.7", "0.6")]]
+    >>> rows.append(dict(start="pretrained", labels="250", pooling="probe", accuracy="0.55"))
+    >>> finetune_selection(rows)
+    ({('scratch', 250): (0.7, 0.6, 'mean, lr 0.001')}, {('pretrained probe', 250): 0.55})
+    """
+    runs: dict[tuple[str, int, str, str], list[dict[str, str]]] = {}  # the seeds of each setting
+    for row in rows:
+        if row["pooling"] in ("cls", "mean"):
+            key = (row["start"], int(row["labels"]), row["pooling"], row["finetune_lr"])
+            runs.setdefault(key, []).append(row)
+    tuned: dict[tuple[str, int], tuple[float, float, str]] = {}
+    for (start, n, pooling, lr), seeds in runs.items():
+        val = sum(float(r["val_accuracy"]) for r in seeds) / len(seeds)
+        test = sum(float(r["accuracy"]) for r in seeds) / len(seeds)
+        if val > tuned.get((start, n), (0.0,))[0]:
+            tuned[start, n] = (val, test, f"{pooling}, lr {float(lr):g}")
+    other = {
+        (row["start"] + (" probe" if row["pooling"] == "probe" else ""), int(row["labels"])): float(row["accuracy"])
+        for row in rows if row["pooling"] not in ("cls", "mean")
+    }
+    return tuned, other

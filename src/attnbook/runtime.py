@@ -11,6 +11,8 @@ import contextlib
 import os
 import random
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -83,6 +85,32 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = True) -> int
     8
     """
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+def count_parameters_on_meta(build: Callable[[Any], torch.nn.Module], config: Any) -> int:
+    """``count_parameters(build(config))`` for a model built on PyTorch's ``meta`` device: shapes, no memory.
+
+    So even a 175 B-parameter configuration is counted at once.
+
+    >>> count_parameters_on_meta(lambda n: torch.nn.Linear(n, n), 100_000)   # 40 GB in float32
+    10000100000
+    """
+    if not callable(build):
+        raise TypeError(f"build must be a callable config -> nn.Module, got {type(build).__name__}")
+    with torch.device("meta"):
+        return count_parameters(build(config))
+
+
+def readable_count(n: float) -> str:
+    """A count as people write model sizes: ``"1.5 B"``, ``"117.0 M"``, or the number itself below a million.
+
+    >>> readable_count(1_557_611_200), readable_count(117e6), readable_count(52_000)
+    ('1.6 B', '117.0 M', '52,000')
+    """
+    for unit, scale in (("B", 1e9), ("M", 1e6)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,.0f}"
 
 
 def _cpu_times(cpus: set[int]) -> tuple[int, int] | None:

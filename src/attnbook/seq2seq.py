@@ -4,13 +4,16 @@ They work for chapter 1's recurrent :class:`attnbook.rnn.Seq2Seq` and chapter
 2's :class:`attnbook.transformer.Transformer` alike:
 
 * :func:`encode_pairs` turns ``(source, target)`` strings into padded id
-  tensors, and :class:`LengthBuckets` cuts them into shuffled batches of
+  tensors (:func:`encode_split`: vocabularies and tensors of a train/test
+  split at once), and :class:`LengthBuckets` cuts them into shuffled batches of
   similar lengths;
 * :func:`seq2seq_loss` is the teacher-forced cross-entropy, shaped to be
   :func:`attnbook.train.fit`'s ``loss_fn``;
 * :func:`exact_match`, :func:`accuracy_by_length` (:func:`accuracy_table` for a
   printed table) and :func:`translate` score and run greedy decoding, through each model's own ``greedy_decode``
-  (:func:`attnbook.rnn.greedy_decode`, :func:`attnbook.transformer.greedy_decode`).
+  (:func:`attnbook.rnn.greedy_decode`, :func:`attnbook.transformer.greedy_decode`);
+  :func:`aligned_translation` returns a recurrent model's attention weights with
+  the labels to draw them.
 
 Both models read ``forward(src, tgt_in) -> logits`` (B, T, V) and carry a
 config with ``src_vocab_size``, ``tgt_vocab_size`` and ``pad_id``. Token ids
@@ -40,6 +43,8 @@ from attnbook.transformer import Transformer, TransformerConfig  # noqa: F401
 
 __all__ = [
     "encode_pairs",
+    "EncodedSplit",
+    "encode_split",
     "LengthBuckets",
     "seq2seq_loss",
     "exact_match",
@@ -47,6 +52,8 @@ __all__ = [
     "accuracy_by_length",
     "accuracy_table",
     "translate",
+    "Alignment",
+    "aligned_translation",
 ]
 
 Model = Seq2Seq | Transformer
@@ -104,6 +111,37 @@ def encode_pairs(
     src = src_vocab.encode_batch([s for s, _ in pairs], device=device)  # (N, S)
     tgt = tgt_vocab.encode_batch([t for _, t in pairs], bos=True, eos=True, device=device)  # (N, T)
     return src, tgt
+
+
+class EncodedSplit(NamedTuple):
+    """What :func:`encode_split` returns: the vocabularies and the id tensors of both parts."""
+
+    src_vocab: CharVocab  # the training sources' characters
+    tgt_vocab: CharVocab  # the training targets' characters
+    src: torch.Tensor  # (N, S) training sources
+    tgt: torch.Tensor  # (N, T) training targets, BOS ... EOS
+    test_src: torch.Tensor  # (M, S') held-out sources
+    test_tgt: torch.Tensor  # (M, T') held-out targets
+    test_len: torch.Tensor  # (M,) held-out source lengths in characters
+
+
+def encode_split(train: Sequence[tuple[str, str]], test: Sequence[tuple[str, str]]) -> EncodedSplit:
+    """Character vocabularies built from ``train``, and both parts encoded with :func:`encode_pairs`.
+
+    A held-out character the training pairs lack becomes ``<unk>``.
+
+    >>> data = encode_split([("ab", "x"), ("ba", "yx")], [("abc", "y")])
+    >>> len(data.src_vocab), data.src.shape, data.test_src.tolist(), data.test_len.tolist()
+    (6, torch.Size([2, 2]), [[4, 5, 3]], [3])
+    """
+    from attnbook.data.vocab import CharVocab  # here: importing attnbook.data at the top loads the data package
+
+    src_vocab = CharVocab.from_texts(s for s, _ in train)
+    tgt_vocab = CharVocab.from_texts(t for _, t in train)
+    src, tgt = encode_pairs(train, src_vocab, tgt_vocab)  # (N, S), (N, T)
+    test_src, test_tgt = encode_pairs(test, src_vocab, tgt_vocab)  # (M, S'), (M, T')
+    test_len = torch.tensor([len(s) for s, _ in test])  # (M,)
+    return EncodedSplit(src_vocab, tgt_vocab, src, tgt, test_src, test_tgt, test_len)
 
 
 class LengthBuckets:
@@ -341,3 +379,41 @@ def translate(
     src = src_vocab.encode_batch(list(texts), device=device)  # (B, S)
     tokens = _greedy_tokens(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len)  # (B, L)
     return tgt_vocab.decode_batch(tokens.cpu())
+
+
+class Alignment(NamedTuple):
+    """What :func:`aligned_translation` returns, ready for :func:`attnbook.plots.attention_heatmap`."""
+
+    translation: str  # the greedy translation, without EOS
+    weights: torch.Tensor  # (T, S): row t the weights with which output token t was written
+    written: list[str]  # (T,) the output tokens, "<eos>" last if the model stopped
+    source: list[str]  # (S,) the source characters, a space shown as "␣"
+
+
+def aligned_translation(
+    model: Seq2Seq, text: str, src_vocab: CharVocab, tgt_vocab: CharVocab, *, max_len: int = 80
+) -> Alignment:
+    """Translate one text greedily with a recurrent model with attention, and keep its weights.
+
+    >>> from attnbook.data import CharVocab
+    >>> _ = torch.manual_seed(0)
+    >>> v = CharVocab("0123456789 ")
+    >>> model = Seq2Seq(Seq2SeqConfig.preset("tiny", src_vocab_size=len(v), tgt_vocab_size=len(v)))
+    >>> a = aligned_translation(model, "1 2", v, v, max_len=4)  # untrained: some 4 tokens
+    >>> a.weights.shape, a.source, len(a.written)
+    (torch.Size([4, 3]), ['1', '␣', '2'], 4)
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if not isinstance(model, Seq2Seq) or model.config.attention is None:
+        raise TypeError("model must be an attnbook.rnn.Seq2Seq with attention (its weights are what is drawn)")
+    device = next(model.parameters()).device
+    src_ids = src_vocab.encode_batch([text], device=device)  # (1, S)
+    out, weights = rnn.greedy_decode(model, src_ids, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len=max_len)
+    assert weights is not None  # a model with attention returns its weights
+    ids = out[0].tolist()  # (L,)
+    eos = tgt_vocab.eos_id
+    T = ids.index(eos) + 1 if eos in ids else len(ids)  # up to and with the EOS
+    written = [tgt_vocab.itos[i] if i != eos else "<eos>" for i in ids[:T]]
+    source = [c if c != " " else "␣" for c in text]
+    return Alignment(tgt_vocab.decode(ids[:T]), weights[0, :T].cpu(), written, source)

@@ -12,7 +12,8 @@ against a sha256 and cached in ``$ATTNBOOK_DATA`` (default ``~/.cache/attnbook``
 ``load_mnist5k()``          ``(images, labels)``: (5000, 28, 28) uint8, (5000,)
 ``make_coloured_digits()``  8x8 digits in random colours: (N, 3, 8, 8) uint8
 ``make_date_pairs()``       ``[(date text, ISO date), ...]`` (babel)
-``make_number_pairs()``     ``[(words, words), ...]`` (num2words)
+``make_number_pairs()``     ``[(words, words), ...]`` (num2words); chapter 1's
+                            split: ``make_mixed_number_pairs()``
 ``make_square_scenes()``    coloured squares with boxes and labels (detection)
 ``split(...)``              seeded train/val/test :class:`Split`
 ``CharVocab``               characters <-> ids with pad/bos/eos/unk
@@ -31,7 +32,16 @@ against a sha256 and cached in ``$ATTNBOOK_DATA`` (default ``~/.cache/attnbook``
 from ._fetch import SHA256, DataFetchError, Source, cache_dir, fetch, is_cached
 from .coloured import ColouredDigits, make_coloured_digits
 from .images import MNIST5K, LabelledImages, load_digits, load_mnist5k
-from .pairs import DATE_FORMATS, DATE_LOCALES, date_patterns, make_date_pairs, make_number_pairs, number_languages
+from .pairs import (
+    DATE_FORMATS,
+    DATE_LOCALES,
+    MIXED_NUMBER_RANGES,
+    date_patterns,
+    make_date_pairs,
+    make_mixed_number_pairs,
+    make_number_pairs,
+    number_languages,
+)
 from .shapes import SQUARE_COLOURS, SquareScenes, make_square_scenes
 from .splits import Split, split, split_indices, split_sizes
 from .text import (
@@ -55,6 +65,7 @@ __all__ = [
     "SQUARE_COLOURS",
     "DATE_FORMATS",
     "DATE_LOCALES",
+    "MIXED_NUMBER_RANGES",
     "CharVocab",
     "ColouredDigits",
     "DataFetchError",
@@ -75,6 +86,7 @@ __all__ = [
     "load_shakespeare",
     "make_coloured_digits",
     "make_date_pairs",
+    "make_mixed_number_pairs",
     "make_number_pairs",
     "make_square_scenes",
     "number_languages",

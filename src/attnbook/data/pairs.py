@@ -9,6 +9,9 @@ seq2seq chapters translate generated pairs (``(source, target)`` strings):
 * :func:`make_number_pairs` — a number in words in one language -> in
   another (``num2words``); English -> German swaps tens and units
   (``twenty-one`` -> ``einundzwanzig``), a clear picture of attention alignment.
+* :func:`make_mixed_number_pairs` — chapter 1's split: numbers of one to six
+  digits, so that source lengths span 3 to 72 characters, shuffled and split
+  into training and held-out pairs.
 
 Every source must be translatable, i.e. determine its target. So the date
 generator drops formats that no model could read: numeric formats with the
@@ -26,6 +29,8 @@ import re
 from collections.abc import Sequence
 from typing import Literal, cast
 
+import torch
+
 from attnbook._checks import an_int, int_at_least
 
 DATE_LOCALES: tuple[str, ...] = ("en_US", "en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "pt_BR", "nl_NL")
@@ -34,6 +39,10 @@ DATE_FORMATS: tuple[str, ...] = ("short", "medium", "long", "full", "d MMM y", "
 _STANDARD = ("short", "medium", "long", "full")
 _Standard = Literal["short", "medium", "long", "full"]  # Babel's names for its standard formats
 _NUMERIC = re.compile(r"d+|M+|L+|y+|'[^']*'")  # numeric fields and quoted text
+# chapter 1's numbers: (low, high, how many) per range; 1,000 below 1,000, then 3,000 of 4, 5 and 6 digits
+MIXED_NUMBER_RANGES: tuple[tuple[int, int, int], ...] = (
+    (0, 999, 1_000), (1_000, 9_999, 3_000), (10_000, 99_999, 3_000), (100_000, 999_999, 3_000)
+)
 DIGITS = "digits"  # a pseudo-language for make_number_pairs: the number written with digits
 
 
@@ -195,3 +204,33 @@ def make_number_pairs(
         raise ValueError(f"n={n} is more than the {high - low + 1} distinct numbers in {low}..{high}; raise high")
     numbers = random.Random(seed).sample(range(low, high + 1), n)
     return [(_say(x, src), _say(x, tgt)) for x in numbers]
+
+
+def make_mixed_number_pairs(
+    n_test: int = 1_000,
+    ranges: Sequence[tuple[int, int, int]] = MIXED_NUMBER_RANGES,
+    src: str = "en",
+    tgt: str = "de",
+    seed: int = 0,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """``(train, test)`` pairs from numbers of several ranges, shuffled, the first ``n_test`` held out.
+
+    Range ``i``, ``(low, high, n)``, gives ``make_number_pairs(n, src, tgt,
+    seed=seed + i, low=low, high=high)``; all pairs are then shuffled with
+    ``seed``. Disjoint ranges give distinct numbers, so no held-out number is
+    seen in training. The default ranges are chapter 1's (9,000 + 1,000
+    pairs, sources of 3 to 72 characters).
+
+    >>> train, test = make_mixed_number_pairs(2, ranges=[(1, 9, 3), (20, 29, 2)])
+    >>> len(train), test
+    (3, [('twenty-one', 'einundzwanzig'), ('seven', 'sieben')])
+    """
+    n_test = int_at_least("n_test", n_test, 0)
+    pairs: list[tuple[str, str]] = []
+    for i, (low, high, n) in enumerate(ranges):  # distinct numbers when the ranges are disjoint
+        pairs += make_number_pairs(n, src, tgt, seed=seed + i, low=low, high=high)
+    if n_test > len(pairs):
+        raise ValueError(f"n_test={n_test} is more than the {len(pairs)} pairs the ranges give")
+    order = torch.randperm(len(pairs), generator=torch.Generator().manual_seed(seed)).tolist()
+    pairs = [pairs[i] for i in order]
+    return pairs[n_test:], pairs[:n_test]

@@ -6,7 +6,8 @@ Modules, small to large:
   :class:`Block`.
 - :mod:`.model` -- :class:`GPTConfig` and its presets, :class:`GPT`.
 - :mod:`.lm` -- :func:`random_batch` (training windows), :func:`next_token_loss`
-  (the shifted loss written out), :func:`stream_loss` and :func:`perplexity`.
+  (the shifted loss written out), :func:`stream_loss`, :func:`perplexity` and
+  :func:`train_lm` (chapter 4's training recipe).
 - :mod:`.sampling` -- :func:`next_token_probs` and :func:`generate`.
 
 **What it adds over** :mod:`attnbook.transformer`: there is no encoder and no
@@ -49,7 +50,7 @@ Neural Text Degeneration* (top-p, 2020); karpathy/nanoGPT and minGPT.
 
 
 from .layers import MLP, Block, CausalSelfAttention
-from .lm import next_token_loss, perplexity, random_batch, stream_loss
+from .lm import next_token_loss, perplexity, random_batch, stream_loss, train_lm
 from .model import GPT, GPT_PRESETS, IGNORE_INDEX, GPTConfig
 from .sampling import generate, next_token_probs
 
@@ -65,6 +66,7 @@ __all__ = [
     "next_token_loss",
     "stream_loss",
     "perplexity",
+    "train_lm",
     "next_token_probs",
     "generate",
 ]

@@ -45,7 +45,14 @@ from .palette import (
 )
 from .pixelcnn import MaskedConv2d, PixelCNN, pixelcnn_mask
 from .probe import layer_features, layer_probes, linear_probe, ridge_probe
-from .sampling import complete, evaluate_bits_per_dim, next_pixel_loss, pixel_logits, sample_images
+from .sampling import (
+    complete,
+    evaluate_bits_per_dim,
+    next_pixel_loss,
+    pixel_logits,
+    receptive_field,
+    sample_images,
+)
 from .sequence import from_sequence, sequence_cost, to_sequence
 from .training import fit_early_stopped, random_batches
 
@@ -68,6 +75,7 @@ __all__ = [
     "ImageGPT",
     "bits_per_dim",
     "pixel_logits",
+    "receptive_field",
     "next_pixel_loss",
     "evaluate_bits_per_dim",
     "complete",

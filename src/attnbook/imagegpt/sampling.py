@@ -9,7 +9,9 @@ before it in raster order. On top of it:
 * :func:`evaluate_bits_per_dim` -- bits per dimension over a data set;
 * :func:`complete` -- keep the top ``rows_kept`` rows and sample the rest,
   one pixel at a time in raster order, each from ``p(x_t | x_<t)``;
-* :func:`sample_images` -- the same from an empty canvas.
+* :func:`sample_images` -- the same from an empty canvas;
+* :func:`receptive_field` -- which input pixels the scores at one pixel
+  depend on, found by the gradient (PixelCNN's blind spot shows in it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from .model import ImageGPT, bits_per_dim
 from .pixelcnn import PixelCNN
 from .sequence import to_sequence
 
-__all__ = ["pixel_logits", "next_pixel_loss", "evaluate_bits_per_dim", "complete", "sample_images"]
+__all__ = [
+    "pixel_logits",
+    "next_pixel_loss",
+    "evaluate_bits_per_dim",
+    "complete",
+    "sample_images",
+    "receptive_field",
+]
 
 
 def _model(model: object) -> ImageGPT | PixelCNN:
@@ -178,3 +187,45 @@ def sample_images(
         raise ValueError("a PixelCNN has no fixed image size: pass H and W")
     blank = torch.zeros(n, positive_int("H", H), positive_int("W", W), dtype=torch.long)
     return complete(model, blank, 0, temperature, generator)
+
+
+def receptive_field(model: ImageGPT | PixelCNN, H: int, W: int, r: int, c: int) -> torch.Tensor:
+    """The input pixels (H, W) bool that the logits at pixel ``(r, c)`` depend on, found by gradients.
+
+    Puts one random (1, H, W) token image (a generator seeded 0) through the
+    model, backpropagates the sum of the logits at ``(r, c)`` to the token
+    embeddings and keeps the pixels whose gradient is not zero. For an
+    ImageGPT, input position ``t + 1`` holds pixel ``t`` (position 0 is the
+    start token).
+
+    >>> _ = torch.manual_seed(0)
+    >>> field = receptive_field(PixelCNN(8, channels=8, n_layers=1, first_kernel=3), 5, 5, 2, 2)
+    >>> field.int()                         # a type-A and a type-B 3 x 3 layer: the blind spot at the top right
+    tensor([[1, 1, 1, 1, 1],
+            [1, 1, 1, 1, 0],
+            [1, 1, 0, 0, 0],
+            [0, 0, 0, 0, 0],
+            [0, 0, 0, 0, 0]], dtype=torch.int32)
+    """
+    model = _model(model)
+    int_in_range("r", r, 0, positive_int("H", H) - 1)
+    int_in_range("c", c, 0, positive_int("W", W) - 1)
+    embedding = model.embed if isinstance(model, PixelCNN) else model.gpt.wte
+    seen: list[torch.Tensor] = []
+
+    def keep(module: torch.nn.Module, inputs: object, output: torch.Tensor) -> None:
+        output.retain_grad()
+        seen.append(output)
+
+    handle = embedding.register_forward_hook(keep)
+    try:
+        x = torch.randint(_vocab(model), (1, H, W), generator=torch.Generator().manual_seed(0))
+        pixel_logits(model, x)[0, r, c].sum().backward()  # logits (1, H, W, V)
+    finally:
+        handle.remove()
+    grad = seen[0].grad
+    assert grad is not None  # the logits depend on the embeddings
+    norms = grad[0].abs().sum(-1)  # PixelCNN: (H, W); ImageGPT: (HW + 1,) over start, x_0, ..
+    if isinstance(model, ImageGPT):  # input position t + 1 holds pixel t; the last pixel is never read
+        norms = torch.cat([norms[1:], norms.new_zeros(1)]).view(H, W)
+    return norms > 0

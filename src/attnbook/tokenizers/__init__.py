@@ -11,7 +11,8 @@ Modules, small to large:
   (unique chunks, incremental counts, a heap; same merges). The tie-breaking
   rule is documented there.
 - :mod:`.bpe` -- :class:`BPETokenizer`: train, encode, decode, save, load,
-  ``to_tiktoken()``.
+  ``to_tiktoken()``; :func:`gpt2_byte_decoder`, GPT-2's byte table, to read
+  Hugging Face's byte-level tokens.
 - :mod:`.wordpiece` -- :class:`WordPieceTokenizer`, BERT's: words split by
   greedy longest match into ``##`` pieces.
 
@@ -20,7 +21,7 @@ Modules, small to large:
 True
 """
 
-from .bpe import BPETokenizer, encode_chunk
+from .bpe import BPETokenizer, encode_chunk, gpt2_byte_decoder
 from .char import CharTokenizer
 from .pairs import get_stats, merge
 from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, split_text
@@ -40,5 +41,6 @@ __all__ = [
     "train_bpe",
     "encode_chunk",
     "BPETokenizer",
+    "gpt2_byte_decoder",
     "WordPieceTokenizer",
 ]

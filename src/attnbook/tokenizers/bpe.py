@@ -50,11 +50,28 @@ from .training import N_BYTES, to_utf8, train_bpe
 if TYPE_CHECKING:  # pragma: no cover
     import tiktoken
 
-__all__ = ["BPETokenizer", "encode_chunk"]
+__all__ = ["BPETokenizer", "encode_chunk", "gpt2_byte_decoder"]
 
 FORMAT_NAME = "attnbook-bpe"
 FORMAT_VERSION = 1
 _CACHE_LIMIT = 1 << 18  # distinct chunks remembered by one tokenizer
+
+
+def gpt2_byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-to-unicode table read backwards: the printable character that stands for each byte -> the byte.
+
+    GPT-2 and Hugging Face's ``ByteLevel`` store token bytes as printable
+    characters: printable bytes stand for themselves, the 68 others for
+    ``chr(256 + n)`` in byte order. ``bytes(table[c] for c in token)`` gives a
+    token's bytes.
+
+    >>> table = gpt2_byte_decoder()
+    >>> len(table), table["A"], table["Ġ"], bytes(table[c] for c in "Ġthe")   # Ġ = chr(288): a space
+    (256, 65, 32, b' the')
+    """
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    others = [b for b in range(256) if b not in printable]
+    return {chr(b): b for b in printable} | {chr(256 + n): b for n, b in enumerate(others)}
 
 
 def encode_chunk(ids: list[int], merges: Mapping[Pair, int]) -> list[int]:

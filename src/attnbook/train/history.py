@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import torch
 
-from attnbook._checks import positive_number
+from attnbook._checks import positive_int, positive_number
 
 __all__ = ["History", "Snapshot", "Snapshots"]
 
@@ -130,6 +130,37 @@ class Snapshots:
         self.latest: dict[float, Snapshot] = {}
         self._calls = 0
         self._start = clock()
+
+    def curve(
+        self,
+        model: torch.nn.Module,
+        history: History,
+        score: Callable[[torch.nn.Module], float],
+        every: int = 1,
+    ) -> list[tuple[int, float, float]]:
+        """``(step, seconds, score(copy))`` of every ``every``-th copy in ``taken`` and of the last one.
+
+        Loads each copy into a deep copy of ``model`` (``model`` itself is
+        left as it is); ``history`` is what :func:`fit` returned, for the steps.
+
+        >>> from attnbook.train import fit
+        >>> model = torch.nn.Linear(2, 1)
+        >>> snaps = Snapshots()
+        >>> h = fit(model, lambda m, b: m(b).pow(2).mean(), [torch.ones(4, 2)], steps=6,
+        ...         eval_fn=snaps, eval_every=1, device="cpu", progress=False)
+        >>> [step for step, _, _ in snaps.curve(model, h, lambda m: 0.0, every=4)]
+        [4, 6]
+        """
+        positive_int("every", every)
+        if not self.taken:
+            raise ValueError("no copies were taken: pass the Snapshots as fit's eval_fn with eval_every, at=None")
+        probe, curve = copy.deepcopy(model), []
+        picked = set(range(every - 1, len(self.taken), every)) | {len(self.taken) - 1}
+        for i in sorted(picked):
+            probe.load_state_dict(self.taken[i].state)
+            step = int(history.evals[self.taken[i].index]["step"])  # fit logs the step of every eval
+            curve.append((step, self.taken[i].seconds, score(probe)))
+        return curve
 
     def __call__(self, model: torch.nn.Module) -> dict[str, float]:
         seconds, index = self.clock() - self._start, self._calls
