@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .._compare import close, require_tensor
-from .._core import private_modules, run_student
+from .._core import private_modules, run_method, run_student
 from ..errors import CheckFailed
 
 if TYPE_CHECKING:  # the checks build the private copy's class, which has the same fields
@@ -35,12 +35,12 @@ def require_default_dropout(module: torch.nn.Module, args: tuple, expected: torc
     """``module``, built without a dropout rate, in training mode: its dropout, the last step but for an added
     ``offset``, must use the default rate 0.1 -- each value of the output less ``offset`` either 0 or the
     eval-mode value ``expected`` less ``offset``, / 0.9."""
-    module.train()
+    run_method(module, "train", what=f"{what}.train")
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
         out = require_tensor(run_student(module, *(a.clone() for a in args), what=f"{what}.forward"),
                              f"the output of {what}")
-    module.eval()
+    run_method(module, "eval", what=f"{what}.eval")
     if out.shape != expected.shape:
         raise CheckFailed(f"in training mode the output of {what} should have the shape it has in eval mode")
     out, expected = out - offset, expected - offset

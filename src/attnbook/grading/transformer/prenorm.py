@@ -20,6 +20,7 @@ from collections.abc import Callable
 import torch
 
 from .._compare import close
+from .._core import run_method
 from .._shared import FORBIDDEN_BLOCKS, block_case, build_beside, run_block
 from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
@@ -83,7 +84,7 @@ def _check(cls: Callable) -> Callable:
         if dropout is None:  # built without a rate: the default, 0.0, drops nothing even in training mode
             module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=0.0, norm_first=True), tuple(dims), seed,
                                        x.dtype, what)
-            module.train()
+            run_method(module, "train", what=f"{what}.train")
             out, expected = run_block(module, ref, x, (), {"mask": mask}, what)
             if not close(out, expected):
                 raise CheckFailed("built without a dropout rate, the block drops values in training mode: the "
