@@ -80,3 +80,30 @@ def test_a_repeated_output_line_counts_across_the_cells_of_a_page():
 
 def test_the_layout_between_tags_is_not_prose():
     assert lint.lint_page("<html><body>\n\t<div>\n\t\t<p>text</p>\n\t</div>\n</body></html>") == []
+
+
+def code_lines(markdown: str) -> list[tuple[int, str]]:
+    """(line number, line) of the code of every ``{code-cell}`` in a MyST page, its metadata left out."""
+    found, lines, i = [], markdown.split("\n"), 0
+    while i < len(lines):
+        if lines[i].startswith("```{code-cell}"):
+            i += 1
+            if i < len(lines) and lines[i] == "---":  # a YAML metadata block: tags, figure alt text
+                i = lines.index("---", i + 1) + 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                if not lines[i].startswith(":"):  # a one-line option such as :tags:
+                    found.append((i + 1, lines[i]))
+                i += 1
+        i += 1
+    return found
+
+
+def test_code_lines_of_the_page_sources_fit_the_column():
+    """The built pages' lint measures code lines too, but only after a build of up to 20 minutes: this
+    finds a line that would fail it in the sources, in a second."""
+    assert code_lines("```{code-cell}\n---\nalt: " + "a" * 90 + "\n---\n:tags: [x]\nx = 1\n```\n") == [(6, "x = 1")]
+    root = Path(__file__).parents[1]
+    wide = [f"{md.relative_to(root)}:{n}: {len(line)} columns"
+            for md in sorted(root.glob("chapters/*/*.md")) for n, line in code_lines(md.read_text())
+            if len(line) > lint.MAX_OUTPUT_COLUMNS]
+    assert not wide, wide
