@@ -12,15 +12,23 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def quietly() -> Iterator[None]:
+    """Printed output and warnings dropped: they are no test cell's business."""
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def run_cell(source: str, namespace: dict, name: str = "cell") -> None:
-    """Execute a cell's code in ``namespace``, quietly: its output and warnings are no test cell's business.
+    """Execute a cell's code in ``namespace``, :func:`quietly`.
 
     >>> namespace = {}
     >>> run_cell("x = 1 + 1\\nprint(x)", namespace); namespace["x"]
     2
     """
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with quietly():
         exec(compile(source, f"<{name}>", "exec"), namespace)

@@ -43,11 +43,9 @@ import argparse
 import contextlib
 import csv
 import difflib
-import io
 import re
 import signal
 import sys
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +54,7 @@ import nbformat
 import torch
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.plugins import get_operator, operator_names
-from inprocess import run_cell
+from inprocess import quietly, run_cell
 
 from attnbook.grading import judge
 from attnbook.measure import machine_header
@@ -130,13 +128,9 @@ def _clock(seconds: int):
         signal.signal(signal.SIGALRM, old)
 
 
-_run = run_cell  # a cell's code, quietly
-
-
 def _grade(namespace: dict, calls: list[judge.TestCall], points: float) -> float:
     """The points a test cell gives the objects in ``namespace``, as the judge scores it, quietly."""
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with quietly():
         try:
             return judge.score_test_cell(calls, namespace, points)[0]
         except Exception:  # a check that fails on what a mutant returned: no points
@@ -176,7 +170,7 @@ class Notebook:
                 self.answers[current], self.after[current], self.tests_of[current] = cell.source, [], []
             elif current:
                 self.after[current].append(cell.source)
-            _run(cell.source, self.namespace, meta.get("grade_id", "cell"))
+            run_cell(cell.source, self.namespace, meta.get("grade_id", "cell"))
 
     def grade(self, cell: str, code: str) -> str:
         """``"killed"``, ``"broken"`` or ``"survived"``: ``code`` in place of the answer cell ``cell``,
@@ -184,12 +178,12 @@ class Notebook:
         namespace = dict(self.namespace)  # earlier parts' objects keep the unmutated globals
         try:
             with _clock(SECONDS):
-                _run(code, namespace, f"mutant of {cell}")
+                run_cell(code, namespace, f"mutant of {cell}")
         except Exception:
             return "broken"
         for source in self.after[cell]:  # the cells that call it; one that raises stops nothing
             with contextlib.suppress(Exception), _clock(SECONDS):
-                _run(source, namespace, f"after {cell}")
+                run_cell(source, namespace, f"after {cell}")
         tests = self.tests_of[cell]
         try:
             with _clock(SECONDS):
