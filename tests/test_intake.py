@@ -141,11 +141,13 @@ def test_the_notebooks_say_which_assignment_a_download_holds(tmp_path):
                        tmp_path / "submitted", known)
 
 
-def test_names_that_would_escape_are_refused(tmp_path):
-    source = make_zip(tmp_path / "evil.zip", {f"../{ASSIGNMENT}/exercises.ipynb": (NB, (2026, 1, 1, 0, 0, 0))})
-    with pytest.raises(ValueError, match="expected a plain file or folder name"):
-        intake.collect(source, tmp_path / "submitted", ASSIGNMENT)
+def test_names_that_would_escape_are_skipped_and_the_rest_collected(tmp_path):
+    source = make_zip(tmp_path / "evil.zip", {f"../{ASSIGNMENT}/exercises.ipynb": (NB, (2026, 1, 1, 0, 0, 0)),
+                                              f"bob/{ASSIGNMENT}/exercises.ipynb": (NB, (2026, 1, 1, 0, 0, 0))})
+    lines = intake.collect(source, tmp_path / "submitted", ASSIGNMENT)
+    assert f"skipped ../{ASSIGNMENT}/exercises.ipynb: a folder named .." in lines
     assert not (tmp_path / ASSIGNMENT).exists()
+    assert (tmp_path / "submitted" / "bob" / ASSIGNMENT / "exercises.ipynb").read_bytes() == NB
 
 
 def test_misnamed_notebooks_are_found_with_a_note(tmp_path):
@@ -156,7 +158,10 @@ def test_misnamed_notebooks_are_found_with_a_note(tmp_path):
     path, note = intake.locate(folder)
     assert path.name == "exercises (2).ipynb"  # the latest copy
     assert note == "review: graded 'exercises (2).ipynb' as exercises.ipynb (misnamed)"
-    (folder / "exercises.ipynb").write_bytes(NB)
+    (folder / "exercises.ipynb").write_bytes(NB)  # graded first, never silently: the others are named
+    assert intake.locate(folder) == (folder / "exercises.ipynb", "review: graded exercises.ipynb of 3 notebooks")
+    for name in ("exercises (1).ipynb", "exercises (2).ipynb"):
+        (folder / name).unlink()
     assert intake.locate(folder) == (folder / "exercises.ipynb", None)
     empty = tmp_path / "e"
     empty.mkdir()
