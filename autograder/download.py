@@ -1,11 +1,11 @@
 """An LMS download, read one member at a time with bounded memory: a zip, or the folder it unpacks to.
 
-:func:`members` lists (in a ``with`` block) what the download holds without reading it: each member's path inside the download
-(``/`` between folders), its declared size, its time and whether it is a regular file. A link (a symbolic
-link in the folder, or a zip member whose Unix mode says link) or any other special file is listed as
-not regular and never followed nor read. :func:`problem` says why a member's path cannot be used (it would
-leave its folder). :func:`stage` copies one member to a file in pieces, stopping at a cap, so that a member
-whose size was misdeclared, or a zip bomb, costs at most the cap on disk and one piece in memory.
+:func:`members` lists (in a ``with`` block) what the download holds without reading it: each member's path
+inside the download (``/`` between folders), its declared size, its time and whether it is a regular file. A
+link (a symbolic link in the folder, or a zip member whose Unix mode says link) or any other special file is
+listed as not regular and never followed nor read. :func:`problem` says why a member's path cannot be used
+(it would leave its folder). :func:`stage` copies one member to a file in pieces, stopping at a cap, so that
+a member whose size was misdeclared, or a zip bomb, costs at most the cap on disk and one piece in memory.
 
 >>> import tempfile, zipfile
 >>> folder = Path(tempfile.mkdtemp())
@@ -88,8 +88,6 @@ def problem(path: str) -> str | None:
         return "a backslash in its name"
     if any(part in ("", ".", "..") for part in path.split("/")):
         return f"a folder named {next(p for p in path.split('/') if p in ('', '.', '..')) or 'with no name'}"
-    if not path.isprintable():
-        return "a control character in its name"
     return None
 
 

@@ -231,8 +231,9 @@ def roster_rows(path: Path, problems: list[str] | None = None) -> tuple[list[str
         lms = next((c for c in ("ID", "Identifier", "lms_id") if c in fields), None)
         ours = next((c for c in ("student", "SIS Login ID") if c in fields), None)
         if lms is None or ours is None:
+            got = names.shown(", ".join(fields)) or "no header"
             raise ValueError(f"roster {path}: expected an LMS id column (ID, Identifier or lms_id) and a course "
-                             f"id column (student or SIS Login ID), got {names.shown(', '.join(fields)) or 'no header'}")
+                             f"id column (student or SIS Login ID), got {got}")
         rows = []
         for row in reader:
             row = {k: (v or "").strip() for k, v in row.items() if isinstance(k, str)}
