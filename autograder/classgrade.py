@@ -174,8 +174,10 @@ def write_csv(results: list[dict], out: Path) -> None:
     graded = [gid for cells in columns.values() for gid in cells]
     fields = ["student", "assignment", *graded, "score", "max_score", "timestamp", "late_hours", "penalty", "status"]
     tmp = out.with_suffix(".tmp")
+    import csvcells  # a sibling: text cells a student controls (student, status) never open as a formula
+
     with open(tmp, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields, restval="")
+        writer = csv.DictWriter(fh, fieldnames=fields, restval="", quoting=csvcells.QUOTING)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(csvcells.row(r) for r in rows)
     tmp.replace(out)

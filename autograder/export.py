@@ -15,13 +15,16 @@
 Every score is the gradebook's, less its late penalty (:mod:`late`), never below 0; a student with no
 submission of an assignment gets an empty cell (Canvas leaves it ungraded; put 0 there to charge it).
 
+A text cell that a student, the roster or Canvas controls (a name, an id, a section, a roster's column
+name) and that a spreadsheet would read as a formula is written with a ``'`` before it, and every text
+cell is quoted (:mod:`csvcells`); scores are numbers, never prefixed.
+
 >>> canvas_header("02-transformer", ["Student", "ID", "02-transformer (70412)"])
 '02-transformer (70412)'
 """
 
 from __future__ import annotations
 
-import csv
 import sys
 import warnings
 from pathlib import Path
@@ -29,6 +32,7 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import csvcells  # noqa: E402
 import intake  # noqa: E402
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -60,16 +64,9 @@ def net_scores(db_url: str) -> tuple[dict[str, float], dict[str, dict[str, float
     return dict(sorted(maxima.items())), dict(sorted(scores.items()))
 
 
-def _write(path: Path, header: list[str], rows: list[list]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
-def _cell(value: float | None) -> str:
-    return "" if value is None else f"{value:g}"
+def _cell(value: float | None) -> float | int | str:
+    """A score as a number (written bare: 16, 5.5), or ``""`` when there is none."""
+    return "" if value is None else int(value) if float(value).is_integer() else value
 
 
 def canvas_rows(maxima: dict[str, float], scores: dict[str, dict[str, float]],
@@ -79,7 +76,7 @@ def canvas_rows(maxima: dict[str, float], scores: dict[str, dict[str, float]],
     >>> header, rows = canvas_rows({"a1": 20.0}, {"340934": {"a1": 16.0}, "bo": {}}, {}, [])
     >>> header, rows
     (['Student', 'ID', 'SIS User ID', 'SIS Login ID', 'Section', 'a1'], \
-[['Points Possible', '', '', '', '', '20'], ['340934', '340934', '', '', '', '16'], ['bo', '', '', 'bo', '', '']])
+[['Points Possible', '', '', '', '', 20], ['340934', '340934', '', '', '', 16], ['bo', '', '', 'bo', '', '']])
     """
     header = CANVAS_COLUMNS + [canvas_header(a, roster_fields) for a in maxima]
     rows = [["Points Possible", "", "", "", ""] + [_cell(m) for m in maxima.values()]]
@@ -101,8 +98,8 @@ def export(db_url: str, state: Path, roster_path: Path | None = None) -> list[Pa
     if not maxima:
         raise ValueError(f"the gradebook {db_url} holds no assignment: run `course.py grade` first")
     canvas, totals = state / "canvas.csv", state / "totals.csv"
-    _write(canvas, *canvas_rows(maxima, scores, roster, fields))
-    _write(totals, ["student", *maxima, "total", "max_total"],
-           [[student, *(_cell(got.get(a)) for a in maxima), _cell(round(sum(got.values()), 2)),
-             _cell(sum(maxima.values()))] for student, got in scores.items()])
+    csvcells.write(canvas, *canvas_rows(maxima, scores, roster, fields))
+    csvcells.write(totals, ["student", *maxima, "total", "max_total"],
+                   [[student, *(_cell(got.get(a)) for a in maxima), _cell(round(sum(got.values()), 2)),
+                     _cell(sum(maxima.values()))] for student, got in scores.items()])
     return [canvas, totals]

@@ -18,19 +18,22 @@ it, two PNGs per assignment. For every assignment, parts in notebook order:
 * the similar answers found by ``similarity.py``, the two code blocks side by side;
 * the rows whose status is not "ok".
 
-With more than one assignment, a first table gives each student's totals.
+With more than one assignment, a first table gives each student's totals. Every name shown is escaped and
+every link made from a student id URL-quoted; the last line printed counts the students with a row in the
+page against those in grades.csv (exit status 1 when one is missing).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import html
 import json
 import os
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+from urllib.parse import quote
 
 import matplotlib
 
@@ -39,7 +42,8 @@ import matplotlib.pyplot as plt  # after choosing the backend
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the grader's modules, beside this file
-import nbgrader_run  # noqa: E402 (after its folder is on the path)
+import csvcells  # noqa: E402 (after its folder is on the path)
+import nbgrader_run  # noqa: E402
 import similarity  # noqa: E402
 import submission  # noqa: E402
 
@@ -66,10 +70,10 @@ class Html(str):
 
 
 def load(state: Path) -> tuple[list[dict], list[dict]]:
-    """The rows of ``grades.csv`` and the parsed ``results/**/*.json`` files of a state folder."""
-    with open(state / "grades.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    results = [json.loads(p.read_text()) for p in sorted((state / "results").glob("**/*.json"))]
+    """The rows of ``grades.csv`` (its cells as the grader was given them, :mod:`csvcells`) and the parsed
+    ``results/**/*.json`` files of a state folder (a student's folder named ``eve.json`` is a folder)."""
+    rows = csvcells.read(state / "grades.csv")
+    results = [json.loads(p.read_text()) for p in sorted((state / "results").glob("**/*.json")) if p.is_file()]
     return rows, results
 
 
@@ -196,7 +200,12 @@ def late(result: dict | None) -> str:
 
 
 def _anchor(assignment: str, m: similarity.Match) -> str:
-    return f"sim-{assignment}-{m.part}-{m.left}-{m.right}"
+    """The id of a similar pair's heading, the same in its ``href``: each name URL-quoted (``[ab]``: ``%5Bab%5D``).
+
+    >>> _anchor("a1", similarity.Match("p", "<b>", "x y", 1.0, "", ""))
+    'sim-a1-p-%3Cb%3E-x%20y'
+    """
+    return "sim-" + "-".join(quote(name, safe="") for name in (assignment, m.part, m.left, m.right))
 
 
 def similar_section(assignment: str, matches: list[similarity.Match]) -> str:
@@ -231,7 +240,8 @@ def student_rows(assignment: str, rows: list[dict], results: list[dict], matches
                  f"{html.escape(m.right if m.left == student else m.left)} {100 * m.similarity:.0f}%</a>"
                  for m in matches if student in (m.left, m.right)]
         page = state / "feedback" / student / assignment / nbgrader_run.NOTEBOOK.replace(".ipynb", ".html")
-        feedback = (Html(f'<a href="{html.escape(os.path.relpath(page, out))}">feedback</a>') if page.exists()
+        href = quote(Path(os.path.relpath(page, out)).as_posix())  # a student id is a path, not markup
+        feedback = (Html(f'<a href="{html.escape(href)}">feedback</a>') if page.exists()
                     else "no feedback page")
         table_rows.append([student, f"{net(row):g} / {float(row['max_score']):g}",
                            late(by_student.get(student)), Html("\n".join(links)), row["status"], feedback])
@@ -311,6 +321,17 @@ def report(state: Path, out: Path, threshold: float = similarity.THRESHOLD) -> P
     return page
 
 
+def listed(page: str) -> set[str]:
+    """The students with a row in a report page's "Students" tables.
+
+    >>> sorted(listed("<h3>Students</h3>\\n<table><tr><th>student</th></tr><tr><td>&lt;b&gt;</td><td>1</td></tr>"
+    ...               "<tr><td>ada</td></tr></table>"))
+    ['<b>', 'ada']
+    """
+    tables = re.findall(r"<h3>Students</h3>\n<table>(.*?)</table>", page, flags=re.S)
+    return {html.unescape(cell) for t in tables for cell in re.findall(r"<tr><td>(.*?)</td>", t, flags=re.S)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", type=Path, default=ROOT, help="graded state folder (default: the repository)")
@@ -324,8 +345,13 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.threshold <= 1:
         print(f"--threshold must be in (0, 1], got {args.threshold}", file=sys.stderr)
         return 2
-    print(f"wrote {report(args.state, args.out or args.state / 'report', args.threshold)}")
-    return 0
+    page = report(args.state, args.out or args.state / "report", args.threshold)
+    print(f"wrote {page}")
+    graded, shown = {r["student"] for r in csvcells.read(args.state / "grades.csv")}, listed(page.read_text())
+    lost = sorted(graded - shown)
+    print(f"{len(graded & shown)} of the {len(graded)} students in grades.csv have a row in the report"
+          + (f"; missing: {', '.join(lost)}" if lost else ""))
+    return 1 if lost else 0
 
 
 if __name__ == "__main__":
