@@ -3,7 +3,7 @@
 #   make test   install, run every test
 # Instructors: make release, make collect ZIP=download.zip [ROSTER=roster.csv],
 #   make grade [SUBMISSIONS=folder] [STUDENT=id] [ASSIGNMENT=id] [STATE=folder] [SHARD=i/N], make gather,
-#   make report [STATE=folder], make export [ROSTER=roster.csv], make grader-check.
+#   make report [STATE=folder], make export [ROSTER=roster.csv], make deadlines, make grader-check.
 # Maintainers: make lint runs Ruff on every .py file, then mypy on src/attnbook (settings in pyproject.toml;
 #   CI runs it before make test);
 #   make checkpoints [NAMES=...] [DEVICE=cuda] rebuilds the trained models the book loads;
@@ -21,8 +21,8 @@ STATE  ?= .
 TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null && \
 	echo https://download.pytorch.org/whl/cpu)
 
-.PHONY: install data book book-instructor test lint checkpoints release collect grade gather report export grader-check \
-	mutants routes clean
+.PHONY: install data book book-instructor test lint checkpoints release collect grade gather report export deadlines \
+	grader-check mutants routes clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -100,6 +100,10 @@ gather: install
 # STATE/canvas.csv (Canvas's gradebook import) and STATE/totals.csv, late penalties applied.
 export: install
 	$(PY) autograder/course.py --state $(STATE) export $(if $(ROSTER),--roster "$(ROSTER)")
+
+# Check STATE/deadlines.csv alone, as `make grade` reads it: each assignment's due date and policy, or every problem.
+deadlines: install
+	$(PY) autograder/course.py --state $(STATE) deadlines
 
 # The class report of a graded state folder: STATE/report/index.html.
 report: install

@@ -44,6 +44,12 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     if assignment is not None and assignment not in assignments():
         print(f"--assignment: expected one of {', '.join(assignments())}, got {assignment!r}", file=sys.stderr)
         return 2
+    try:  # read and checked before anyone is judged: a wrong deadlines.csv stops the run here, not after it
+        deadlines = late.load(state, assignments(), [p.name for d in (state / "submitted", submissions)
+                                                     if d and d.is_dir() for p in d.iterdir() if p.is_dir()])
+    except ValueError as err:
+        print(f"not grading: {err}", file=sys.stderr)
+        return 2
     os.environ["PATH"] = scripts_path()
     nbgrader = Nbgrader(state)
     submitted = nbgrader.state / "submitted"
@@ -101,7 +107,7 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     fresh = judging.judge_all([(s, a, str(nbgrader.state)) for s, a in todo], jobs, graded, nbgrader, lock)
     results = sorted(fresh + list(kept.values()), key=lambda r: (r["student"], r["assignment"]))
     with lock():
-        due = late.apply(results, nbgrader.state, nbgrader.db_url)  # every result: a changed deadline counts too
+        due = late.apply(results, nbgrader.state, nbgrader.db_url, deadlines)  # all: a changed deadline counts too
         recording.record(nbgrader.db_url, fresh + [kept[p] for p in unrecorded], submitted)
         late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
     for result, regraded in [(r, True) for r in fresh] + [(r, False) for r in kept.values()]:

@@ -7,6 +7,7 @@
     python autograder/course.py gather                 # grades.csv of the class once all N shards are done
     python autograder/course.py collect ZIP [--assignment ID] [--roster CSV]  # an LMS download (intake.py)
     python autograder/course.py export [--roster CSV]  # canvas.csv and totals.csv (export.py)
+    python autograder/course.py deadlines              # check deadlines.csv alone: due dates, policies (late.py)
 
 ``grade`` copies the submissions into ``submitted/`` (adding and updating,
 never deleting), grades each one with the judge of :mod:`attnbook.grading.judge`
@@ -62,7 +63,7 @@ def lms(args: argparse.Namespace) -> int:
     try:
         if args.command == "collect":
             known = {a: {grade_id(c) for c in released(a).cells} - {None} for a in assignments()}
-            rules = late.read_deadlines(state / late.DEADLINES) if (state / late.DEADLINES).exists() else {}
+            rules = late.load(state, assignments())  # a wrong deadlines.csv: every problem, nothing collected
             lines = intake.collect(args.zip, state / "submitted", args.assignment or known, args.roster, args.zone,
                                    MAX_NOTEBOOK, lambda a, s: late.rule(rules, a, s).due)
         else:
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     co.add_argument("--zone", default="UTC", help="time zone of the times in the zip (default UTC)")
     ex = sub.add_parser("export", help="canvas.csv and totals.csv from the gradebook, late penalties applied")
     ex.add_argument("--roster", type=Path, default=None, help="Canvas's gradebook export with a student column")
+    sub.add_parser("deadlines", help="check deadlines.csv alone: each assignment's due date and late policy")
     args = parser.parse_args(argv)
     if args.command == "release":
         return release(args.state, args.check)
@@ -106,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         return lms(args)
     if args.command == "gather":
         return gather(args.state, args.out or args.state / "grades.csv")
+    if args.command == "deadlines":
+        return late.check(args.state.resolve(), assignments())
     default = args.state / "grades.csv" if args.shard is None else shards.folder(args.state, args.shard) / "grades.csv"
     return grade(args.submissions, args.state, args.out or default, max(1, args.jobs),
                  args.require_sandbox, args.student, args.assignment, args.shard)
