@@ -137,6 +137,10 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
               f"{logfile}): {', '.join(broken)}", file=sys.stderr)
     if shard is not None:
         print(f"shard {shard[0]}/{shard[1]} done: `course.py gather` writes the class's grades.csv once all are")
+    pages, missing = feedback_pages.report(nbgrader.state, results, log[0])  # log[0]: write_pages's answer
+    for line in missing:  # each with nbgrader's reason; the grades stand, so the run still succeeds
+        print(line, file=sys.stderr)
+    print(pages)
     return 0
 
 

@@ -4,6 +4,21 @@ The autograded notebook is the student's submission with the judge's words
 under each test cell (the test cells as released: never the hidden tests), and
 a notice first when something happened to the submission as a whole (late, not
 read, a grading error). ``feedback_pages.py`` turns it into HTML.
+
+Nothing of the student's in it can run where it is shown (the feedback page,
+the formgrader): every cell goes through :func:`feedback_filters.safe_cell`
+here, before nbgrader sees it, so the notebook on disk is inert too (the
+formgrader renders it without our preprocessors). Markdown becomes sanitised
+HTML, the student's outputs are not kept (the judge's words replace them), and
+the notebook's and the graded cells' metadata are the released notebook's:
+
+>>> import nbformat
+>>> released = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Task")])
+>>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("*mine*<script>x()</script>")])
+>>> nb.cells[0].metadata["tags"] = ["a,b", "ok"]
+>>> notice, mine = feedback_notebook(nb, {}, released, notice="Named `a`<svg onload=y>`.").cells
+>>> notice.source, mine.source, mine.metadata
+('<div><p>Named <code>a</code></p></div>', '<div><p><em>mine</em></p></div>', {'tags': ['ok']})
 """
 
 from __future__ import annotations
@@ -16,6 +31,7 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import feedback_filters  # noqa: E402
 import intake  # noqa: E402
 import late  # noqa: E402
 import submission  # noqa: E402
@@ -26,14 +42,15 @@ from submission import CELL_ID, grade_id, nbgrader_meta  # noqa: E402
 def feedback_notebook(nb, results: dict, released, notice: str | None = None):
     """The submission as the autograded notebook: ``notice`` (what happened to the submission as a whole)
     first, then the student's cells (sources, ids, tags, attachments, and nbgrader metadata only for
-    the ids the gradebook knows), test cells as released, each with the judge's words; a test cell the
-    student deleted or renamed comes at the end, with its words."""
+    the ids the gradebook knows, as released), test cells as released, each with the judge's words; a test
+    cell the student deleted or renamed comes at the end, with its words. Every cell is made inert
+    (:func:`feedback_filters.safe_cell`): nbgrader would refuse a tag with a comma, and run a script."""
     import nbformat  # here: it takes seconds to import, and the CLI's other commands need it not
 
     stubs = submission.test_cells(released)
-    known = {grade_id(c) for c in released.cells if grade_id(c)}
-    out = nbformat.v4.new_notebook(metadata={k: nb.metadata[k] for k in ("kernelspec", "language_info")
-                                             if isinstance(nb.metadata.get(k), dict)})
+    known = {grade_id(c): nbgrader_meta(c) for c in released.cells if grade_id(c)}
+    out = nbformat.v4.new_notebook(metadata={k: released.metadata[k] for k in ("kernelspec", "language_info")
+                                             if isinstance(released.metadata.get(k), dict)})
     make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
             "raw": nbformat.v4.new_raw_cell}
     if notice:
@@ -47,7 +64,7 @@ def feedback_notebook(nb, results: dict, released, notice: str | None = None):
         if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
             new.metadata["tags"] = tags
         if nbgrader_meta(cell) and gid in known:  # an id the gradebook lacks stops nbgrader's feedback
-            new.metadata["nbgrader"] = nbgrader_meta(cell)
+            new.metadata["nbgrader"] = dict(known[gid])
         if cell.get("attachments") and cell.cell_type != "code":
             new["attachments"] = cell["attachments"]
         if gid in results and cell.cell_type == "code":
@@ -61,6 +78,8 @@ def feedback_notebook(nb, results: dict, released, notice: str | None = None):
                                          **same_id)
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=results[gid]["message"] + "\n")]
         out.cells.append(cell)
+    for cell in out.cells:
+        feedback_filters.safe_cell(cell)
     return out
 
 

@@ -37,9 +37,12 @@ c.CourseDirectory.db_url = gradebook_url(HERE.parent)
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# Feedback shows the student's work and the checks' messages, never the hidden tests.
+# Feedback shows the student's work and the checks' messages, never the hidden tests. The student's work is made
+# inert first (before nbconvert validates the notebook: a tag with a comma would stop it); GetGrades is nbgrader's,
+# reading the student of feedback_pages.py's queue folders.
 c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
+    "feedback_filters.SafeStudentWork",
+    "feedback_filters.GetGrades",
     "feedback_filters.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
