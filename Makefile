@@ -82,10 +82,11 @@ release: install
 
 # An LMS download (Canvas, Moodle, nbgrader's zip_collect layout) into STATE/submitted/; ASSIGNMENT when its
 # notebooks cannot say which, ROSTER to name the students as the course does, ZONE for the zip's times.
+# CHECK=1 prints what would be collected and what skipped, and writes nothing.
 collect: install
 	$(if $(ZIP),,$(error make collect needs ZIP=the downloaded zip))
 	$(PY) autograder/course.py --state $(STATE) collect "$(ZIP)" $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) \
-		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(ZONE),--zone $(ZONE))
+		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(ZONE),--zone $(ZONE)) $(if $(CHECK),--check)
 
 # Grades what is new or changed since the last run; STUDENT (and/or ASSIGNMENT) grades those again, and only those.
 # SHARD=i/N grades machine i's share of N (one PostgreSQL gradebook, one shared STATE); then make gather.

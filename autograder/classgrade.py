@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import functools
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -22,8 +21,10 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherev
 
 import feedback_pages  # noqa: E402
 import gradecache  # noqa: E402
+import intake  # noqa: E402
 import judging  # noqa: E402
 import late  # noqa: E402
+import names  # noqa: E402
 import recording  # noqa: E402
 import shards  # noqa: E402
 import submission  # noqa: E402
@@ -57,13 +58,15 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
         if not submissions.is_dir():
             print(f"no such folder of submissions: {submissions}", file=sys.stderr)
             return 2
-        for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir()):
-            if shard is None:
-                shutil.copytree(student_dir, submitted / student_dir.name, dirs_exist_ok=True)
-                continue
-            for folder in sorted(p for p in student_dir.iterdir() if p.is_dir()):  # its own only: shards share
-                if shards.mine([(student_dir.name, folder.name)], shard):     # submitted/ and copy at once
-                    shutil.copytree(folder, submitted / student_dir.name / folder.name, dirs_exist_ok=True)
+        # Only the named students' and assignments' folders (a regrade touches no one else's), only a
+        # shard's own (shards share submitted/ and copy at once); never a link (intake.copy_submissions).
+        def wanted(s: str, a: str) -> bool:
+            return student in (None, s) and assignment in (None, a) and bool(shards.mine([(s, a)], shard))
+
+        for line in intake.copy_submissions(submissions, submitted, wanted, assignments()):
+            print(line, file=sys.stderr)
+    for line in refused_folders(submitted):
+        print(line, file=sys.stderr)
     pairs = shards.mine(class_pairs(submitted), shard)
     if not pairs and shard is not None:  # a small class, or many shards: none falls to this one
         shards.start(nbgrader.state, shard)
@@ -115,8 +118,9 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
             write_results(result, nbgrader, regraded)
         except Exception as err:  # this submission's files only
             judging.grading_error(result, "writing the results", err)
-    log = [feedback_pages.write_pages(nbgrader, [(r["student"], r["assignment"]) for r in fresh], list(kept))]
-    log += [f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n" for r in results if r.get("log")]
+    pages = feedback_pages.write_pages(nbgrader, [(r["student"], r["assignment"]) for r in fresh], list(kept))
+    log = [pages.log] + [f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n"
+                         for r in results if r.get("log")]
     logfile = (nbgrader.state if shard is None else shards.folder(nbgrader.state, shard)) / "grading.log"
     logfile.parent.mkdir(parents=True, exist_ok=True)
     logfile.write_text("".join(log))
@@ -137,17 +141,35 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
               f"{logfile}): {', '.join(broken)}", file=sys.stderr)
     if shard is not None:
         print(f"shard {shard[0]}/{shard[1]} done: `course.py gather` writes the class's grades.csv once all are")
-    pages, missing = feedback_pages.report(nbgrader.state, results, log[0])  # log[0]: write_pages's answer
+    counted, missing = feedback_pages.report(nbgrader.state, results, pages)
     for line in missing:  # each with nbgrader's reason; the grades stand, so the run still succeeds
         print(line, file=sys.stderr)
-    print(pages)
+    print(counted)
     return 0
 
 
 def class_pairs(submitted: Path) -> list[tuple[str, str]]:
-    """(student, assignment) of every submission in ``submitted/``, sorted."""
-    return sorted((s.name, a.name) for s in submitted.glob("*") if s.is_dir()
-                  for a in s.iterdir() if a.is_dir() and a.name in assignments())
+    """(student, assignment) of every submission in ``submitted/``, sorted: folders, not links, whose names
+    are a student id (``names.py``) and an assignment id (:func:`refused_folders` lists the others)."""
+    if not submitted.is_dir():
+        return []
+    return sorted((s.name, a.name) for s in submitted.iterdir() if _plain_dir(s) and names.is_student_id(s.name)
+                  for a in s.iterdir() if _plain_dir(a) and a.name in assignments())
+
+
+def refused_folders(submitted: Path) -> list[str]:
+    """A line for each folder of ``submitted/`` (nbgrader's exchange fills it too) that is not graded: a link,
+    or a name that is not a student id."""
+    if not submitted.is_dir():
+        return []
+    return [f"not graded: submitted/{names.shown(s.name)}: "
+            + ("a link, never followed" if s.is_symlink() else "not a student id (1 to 64 of A-Z a-z 0-9 . _ @ -)")
+            for s in sorted(submitted.iterdir()) if not s.name.startswith(".")
+            and (s.is_symlink() or (s.is_dir() and not names.is_student_id(s.name)))]
+
+
+def _plain_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
 
 
 def gather(state: Path, out: Path) -> int:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -64,10 +65,13 @@ def lms(args: argparse.Namespace) -> int:
         if args.command == "collect":
             known = {a: {grade_id(c) for c in released(a).cells} - {None} for a in assignments()}
             rules = late.load(state, assignments())  # a wrong deadlines.csv: every problem, nothing collected
-            lines = intake.collect(args.zip, state / "submitted", args.assignment or known, args.roster, args.zone,
-                                   MAX_NOTEBOOK, lambda a, s: late.rule(rules, a, s).due)
+            with tempfile.TemporaryDirectory(prefix="attnbook-collect-check-") as scratch:  # --check: kept nowhere
+                target = Path(scratch) / "submitted" if args.check else state / "submitted"
+                lines = intake.collect(args.zip, target, args.assignment or known, args.roster, args.zone,
+                                       MAX_NOTEBOOK, lambda a, s: late.rule(rules, a, s).due, known)
         else:
-            lines = [f"wrote {p}" for p in export.export(gradebook_url(state), state, args.roster)]
+            lines = []  # the roster's rows left out, then what was written
+            lines += [f"wrote {p}" for p in export.export(gradebook_url(state), state, args.roster, lines)]
     except (ValueError, OSError, zipfile.BadZipFile) as err:
         print(f"not done: {err}", file=sys.stderr)
         return 2
@@ -98,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     co.add_argument("--assignment", choices=assignments(), help="the assignment it holds (default: its notebooks say)")
     co.add_argument("--roster", type=Path, default=None, help="CSV: the LMS's student ids -> the course's")
     co.add_argument("--zone", default="UTC", help="time zone of the times in the zip (default UTC)")
+    co.add_argument("--check", action="store_true", help="say what would be collected and skipped; write nothing")
     ex = sub.add_parser("export", help="canvas.csv and totals.csv from the gradebook, late penalties applied")
     ex.add_argument("--roster", type=Path, default=None, help="Canvas's gradebook export with a student column")
     sub.add_parser("deadlines", help="check deadlines.csv alone: each assignment's due date and late policy")

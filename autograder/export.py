@@ -91,9 +91,11 @@ def canvas_rows(maxima: dict[str, float], scores: dict[str, dict[str, float]],
     return header, rows
 
 
-def export(db_url: str, state: Path, roster_path: Path | None = None) -> list[Path]:
-    """Write ``state/canvas.csv`` and ``state/totals.csv``; return their paths."""
-    fields, roster = intake.roster_rows(roster_path) if roster_path else ([], {})
+def export(db_url: str, state: Path, roster_path: Path | None = None, problems: list[str] | None = None) -> list[Path]:
+    """Write ``state/canvas.csv`` and ``state/totals.csv``; return their paths. A roster row that
+    :func:`intake.roster_rows` leaves out (a duplicated or invalid id) is a line in ``problems``: that
+    student's row is exported under their course id, unmatched by the roster."""
+    fields, roster = intake.roster_rows(roster_path, problems) if roster_path else ([], {})
     maxima, scores = net_scores(db_url)
     if not maxima:
         raise ValueError(f"the gradebook {db_url} holds no assignment: run `course.py grade` first")

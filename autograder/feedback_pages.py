@@ -16,8 +16,8 @@ folder ``student-00001``…, and ``students.json`` beside them says whose it is
 back to ``feedback/<student>/``. A page nbgrader did not write is counted, with
 the reason from its log, and :func:`report` says so at the end of the run:
 
->>> report(Path("/nowhere"), [{"student": "[ab]", "assignment": "01"}], Pages("", [("[ab]", "01")], {},
-...                                                                            {("[ab]", "01"): "a reason"}))
+>>> pages = Pages("", wanted=[("[ab]", "01")], missing={("[ab]", "01"): "a reason"})
+>>> report(Path("/nowhere"), [{"student": "[ab]", "assignment": "01"}], pages)
 ('feedback pages: 0 for 1 submissions graded (0 of 1 written now)', ['no feedback page for [ab]/01: a reason'])
 """
 
@@ -27,6 +27,7 @@ import importlib.util
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import feedback_filters
@@ -36,14 +37,15 @@ NOTEBOOK = "exercises.ipynb"
 PAGE = "exercises.html"
 
 
-class Pages(str):
-    """:func:`write_pages`'s answer: nbgrader's log (text, for ``grading.log``), with the (student,
-    assignment) pairs whose page was ``wanted``, those ``written``, and why each of the others is ``missing``."""
+@dataclass(frozen=True)
+class Pages:
+    """:func:`write_pages`'s answer: nbgrader's ``log`` (for ``grading.log``), the (student, assignment) pairs
+    whose page was ``wanted``, those ``written``, and why each of the others is ``missing``."""
 
-    def __new__(cls, log: str, wanted: list, written: list, missing: dict):
-        self = super().__new__(cls, log)
-        self.wanted, self.written, self.missing = wanted, written, missing
-        return self
+    log: str
+    wanted: list[tuple[str, str]] = field(default_factory=list)
+    written: list[tuple[str, str]] = field(default_factory=list)
+    missing: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def write_pages(nbgrader, regraded: list[tuple[str, str]], kept: list[tuple[str, str]]) -> Pages:
@@ -55,7 +57,7 @@ def write_pages(nbgrader, regraded: list[tuple[str, str]], kept: list[tuple[str,
     wanted = [(s, a) for s, a in regraded + kept if (state / "autograded" / s / a / NOTEBOOK).exists()
               and not (state / "feedback" / s / a / PAGE).exists()]
     if not wanted:
-        return Pages("nbgrader generate_feedback: no page to write\n", [], [], {})
+        return Pages("nbgrader generate_feedback: no page to write\n")
     folders = {s: f"student-{i:05d}" for i, s in enumerate(dict.fromkeys(s for s, _ in wanted), 1)}
     written, missing = [], {}
     with tempfile.TemporaryDirectory(dir=state) as tmp:  # autograded/ for the wanted pages only, and their pages

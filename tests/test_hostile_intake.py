@@ -155,7 +155,7 @@ def test_a_roster_with_one_id_twice_leaves_both_out_and_says_so(tmp_path):
     assert any(line.startswith("roster roster.csv, line 5: left out: SIS Login ID \"=cmd|' /C calc'!A0\" is not")
                for line in lines), lines
     with pytest.raises(ValueError, match="line 3: left out"):
-        intake.roster_rows(roster)  # export: the instructor fixes the roster
+        intake.roster_rows(roster)  # a caller that cannot print the lines refuses the roster
 
 
 def test_another_assignments_notebooks_are_refused_not_filed_as_this_one(tmp_path):
