@@ -41,13 +41,14 @@ def test_statistical_bounds_pass_the_reference_under_many_seeds():
 
 
 def test_nsp_balance_catches_a_biased_coin(capsys):
-    def biased(lines, generator=None):  # 70 % consecutive
+    def biased(lines, generator=None):  # 70 % consecutive; the random lines drawn as they should be
         pairs = []
         for i in range(len(lines) - 1):
             if torch.rand((), generator=generator) < 0.7:
                 pairs.append((lines[i], lines[i + 1], True))
             else:
-                pairs.append((lines[i], lines[0 if i + 1 != 0 else 1], False))
+                j = int(torch.randint(len(lines) - 1, (), generator=generator))
+                pairs.append((lines[i], lines[j + 1 if j >= i + 1 else j], False))
         return pairs
 
     nsp.CHECK(biased)  # 200 pairs cannot tell 70 % from 50 % at six standard deviations...

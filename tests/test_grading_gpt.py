@@ -6,6 +6,7 @@ end through the sandboxed judge in test_autograder.py.
 
 import functools
 import math
+import re
 
 import exercise_harness as harness
 import pytest
@@ -309,3 +310,25 @@ def test_the_rust_tokenizer_is_trapped_in_the_notebook_too():
     with pytest.raises(CheckFailed, match="calls the reference implementation"):
         checks.check_train_bpe(train_bpe)
     assert Tokenizer(models.BPE()) is not None  # the trap is gone after the check
+
+
+def test_a_tie_broken_another_way_is_described_not_blamed_on_a_line_of_code():
+    """The message says which pair was merged, which should have been, and the rule, in a visible case; in
+    another case it keeps the pairs to itself."""
+
+    def largest(text, vocab_size):  # ties to the largest pair
+        ids, merges = list(text.encode("utf-8")), {}
+        for idx in range(256, vocab_size):
+            stats = attnbook.tokenizers.get_stats(ids)
+            pair = max(stats, key=lambda p: (stats[p], p))
+            ids, merges[pair] = attnbook.tokenizers.merge(ids, pair, idx), idx
+        return merges
+
+    with pytest.raises(CheckFailed) as visible:
+        checks.check_train_bpe(largest)
+    assert "joined the pair (256, 97), but (97, 98) should be joined there" in str(visible.value)
+    assert "smallest pair must win" in str(visible.value) and "max(" not in str(visible.value)
+    with pytest.raises(CheckFailed) as other:
+        training._check(largest)("dcdcbaba", 259)
+    assert not re.search(r"\(\d+, \d+\)", str(other.value)), other.value  # no pair of ids named
+    assert "at merge 0 (id 256)" in str(other.value) and "the largest of the tied pairs" in str(other.value)

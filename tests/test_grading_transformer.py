@@ -376,3 +376,15 @@ def test_a_detached_or_float_loss_is_explained():
         loss.CHECK(detached)
     with pytest.raises(CheckFailed, match="should return a tensor"):
         loss.CHECK(lambda model, src, tgt, pad_id: detached(model, src, tgt, pad_id).item())
+
+
+def test_a_swapped_pair_is_named_even_when_the_shapes_agree():
+    """(weights, out) is told apart by shape, and by value where d_v = S makes the shapes equal."""
+
+    def swapped(q, k, v, mask=None):
+        out, weights = attnbook.attention.scaled_dot_product_attention(q, k, v, mask)
+        return weights, out
+
+    for case in (sdpa._plain(3, (2,), 3, 4, 8, 5), sdpa._plain(3, (2,), 3, 4, 8, 4)):  # d_v = 5, then d_v = S
+        with pytest.raises(CheckFailed, match="the pair is swapped"):
+            sdpa.check_sdpa(swapped)(*case())

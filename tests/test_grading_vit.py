@@ -71,3 +71,23 @@ def test_masking_statistics_reject_a_biased_draw_and_accept_a_fair_one():
     biased[: B // 10] = torch.tensor([1, 1, 1, 1, 1, 1, 0, 0])  # a tenth of the rows always keep the last two
     with pytest.raises(CheckFailed, match="more often than others"):
         masking._statistics(biased, 0.75)
+
+
+@pytest.mark.parametrize("pos, cls, phrase", [
+    ((1, 4, 16), (1, 1, 16), "the class token needs one too: make it (1, 1 + N, embed_dim)"),
+    ((4 + 1, 16), (1, 1, 16), "pos_embed should have shape (1, 1 + N, embed_dim)"),
+    ((1, 4 + 1, 16), (1, 16), "cls_token should have shape (1, 1, embed_dim)"),
+])
+def test_a_class_token_or_position_table_of_another_shape_is_named(pos, cls, phrase):
+    """Shapes of the tokens' parameters are named before any weight is copied (not nn.Linear's hint)."""
+
+    class Embedding(torch.nn.Module):
+        def __init__(self, img_size, patch_size, in_chans, embed_dim):
+            super().__init__()
+            self.proj = torch.nn.Linear(patch_size * patch_size * in_chans, embed_dim)
+            self.cls_token = torch.nn.Parameter(torch.zeros(*cls))
+            self.pos_embed = torch.nn.Parameter(torch.zeros(*pos))
+
+    with pytest.raises(CheckFailed) as failed:
+        checks.check_vit_embedding(Embedding)  # the visible case: 8 x 8 digits, patch 4 (N = 4), D = 16
+    assert phrase in str(failed.value) and "nn.Linear" not in str(failed.value)

@@ -85,6 +85,8 @@ HIDDEN = {
         Case("padding mask, one position", masks._padding_case(305, 3, 1, 0, lengths=(1, 1, 1))),
         Case("padding mask, non-contiguous ids", masks._padding_case(306, 3, 6, 0, lengths=(6, 2, 4), strided=True)),
         Case("padding mask, batch of one, padding id 5", masks._padding_case(307, 1, 6, 5, lengths=(3,))),
+        # a padding id above every token id, with 0 among the real tokens: `ids != 0` and `ids > 0` fail
+        Case("padding mask, another padding id", masks._padding_case(312, 5, 8, 10, lengths=(8, 3, 1, 8, 5))),
     ),
     # Equivalent mutant (autograder/mutants.py): mask.dim() >= 3 for mask.dim() == 3: the statement's masks
     # broadcast to (B, T, S), so none has more than three axes.

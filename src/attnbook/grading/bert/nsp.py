@@ -6,8 +6,10 @@ whether ``b`` is ``lines[i + 1]``, and a random ``b`` is never the true next
 line (the lines of a case are all different). The balance is checked against
 a fair coin (6 standard deviations; an exact half passes too), and random
 ``b`` must come from all over the text, not from a fixed neighbour; a
-``"uniform"`` case calls it ``DRAWS`` times on a short text and counts each
-pair's random lines, which must be uniform over the other lines.
+``"uniform"`` case (one of them visible) calls it ``DRAWS`` times on a short
+text and counts each pair's random lines, which must be uniform over every
+line but ``lines[i + 1]``: ``lines[i]`` itself may be drawn, as in
+:func:`attnbook.bert.nsp.make_nsp_pairs`.
 
 >>> lines, seed, mode = CHECK.visible[0].make()
 >>> len(lines), lines[0]
@@ -60,7 +62,8 @@ def _check_pairs(lines: list[str], pairs: list[tuple]) -> list[int]:
         if is_next != (b == lines[i + 1]):
             if is_next:
                 raise CheckFailed("a pair marked is_next=True has a b that is not the line after a")
-            raise CheckFailed("a random b was the true next line: draw the random sentence from the other lines")
+            raise CheckFailed("a random b was the true next line: draw the random sentence from every line but "
+                              "lines[i + 1]")
         if not is_next:
             offsets.append(index[b] - i)
     return offsets
@@ -79,8 +82,8 @@ def _check_uniform(fn: Callable, lines: list[str], seed: int) -> None:
         drawn, q = float(counts[i].sum()), 1.0 / (n - 1)
         spread = Z * (drawn * q * (1 - q)) ** 0.5 + 2
         if bool(((counts[i] - drawn * q).abs() > spread)[torch.arange(n) != i + 1].any()):
-            raise CheckFailed("the random sentence b is not drawn uniformly from the other lines: every line but "
-                              "lines[i + 1] (lines[i] included) should come up equally often")
+            raise CheckFailed("the random sentence b is not drawn uniformly from every line but lines[i + 1]: "
+                              "each of them, lines[i] included, should come up equally often")
 
 
 def _check(fn: Callable) -> Callable:
@@ -109,7 +112,10 @@ def _check(fn: Callable) -> Callable:
 
 CHECK = Part(
     name="check_nsp_pairs",
-    visible=(Case("200 pairs", _case(201, 1)),),
+    visible=(
+        Case("200 pairs", _case(201, 1)),
+        Case("the random line is uniform over every line but the next", _case(5, 7, "uniform")),
+    ),
     check=_check,
     forbidden=("attnbook.bert.nsp.make_nsp_pairs",),
 )

@@ -1,7 +1,7 @@
 """Part 11: ``greedy_decode(model, src, bos_id, eos_id, max_len)`` -> the generated ids (B, L), on small random models.
 
 The models come from :func:`attnbook.grading.fixtures.greedy_test_model`
-(ids 0 padding, 1 BOS, 2 EOS); one case moves the padding to another id.
+(ids 0 padding, 1 BOS, 2 EOS); a visible case moves the padding to another id (``model.config.pad_id``).
 
 >>> model, src, bos_id, eos_id, max_len = _greedy_case(5, 2.0, 2, 4, 3, lengths=(4, 1), pad_id=7)()
 >>> model.config.pad_id, src[1].tolist()
@@ -127,7 +127,10 @@ def _check(fn: Callable) -> Callable:
 # some never do), and so that each mistake that _diagnose_greedy names changes the result of some case.
 CHECK = Part(
     name="check_greedy_decode",
-    visible=(Case("three sources", _greedy_case(14, 1.5, 3, 6, 8, lengths=(6, 6, 6))),),
+    visible=(
+        Case("three sources", _greedy_case(14, 1.5, 3, 6, 8, lengths=(6, 6, 6))),
+        Case("padded sources, another padding id", _greedy_case(37, 2.0, 3, 6, 8, lengths=(4, 6, 2), pad_id=9)),
+    ),
     check=_check,
     forbidden=("attnbook.transformer.greedy_decode",),
 )

@@ -5,8 +5,9 @@ the decoder reads ``tgt[:, :-1]`` (BOS first) and predicts ``tgt[:, 1:]``, as
 :func:`attnbook.seq2seq.seq2seq_loss` does (forbidden here). The models are
 :func:`attnbook.grading.fixtures.greedy_test_model` (ids 0 padding, 1 BOS,
 2 EOS; never predicting padding or BOS), float32 as the fixture models are;
-one case moves the padding to another id. A wrong loss is compared with the
-losses students get instead (:func:`_variants`).
+a visible case moves the padding to another id (the statement: any id, not
+always 0). A wrong loss is compared with the losses students get instead
+(:func:`_variants`).
 
 >>> model, src, tgt, pad_id = _case(3, 2, 5, 6, (3, 1), pad_id=7)()
 >>> model.config.pad_id, tgt.tolist()
@@ -88,7 +89,9 @@ def _variants(model, src, tgt, pad_id):
          "tgt[:, 1:] never include it", _ce(model(src, bos_again), tgt, pad_id)),
         ("padding is scored: the mean is over the target tokens that are not pad_id (ignore_index=pad_id)",
          _ce(logits, targets, None)),
-        ("the padding id is the pad_id argument, which need not be 0", _ce(logits, targets, 0)),
+        ("the padding was taken to be id 0: the padding is at the positions equal to pad_id, not 0 "
+         "(ignore_index=pad_id; the padding id is the pad_id argument, which need not be 0)",
+         _ce(logits, targets, 0)),
         ("the loss is summed; take the mean over the non-pad target tokens", per_token.sum()),
         ("the mean is over all non-pad target tokens of the batch together, not a mean of each sequence's mean",
          (per_token.sum(1) / real.sum(1)).mean()),
@@ -122,7 +125,10 @@ def _check(fn: Callable) -> Callable:
 
 CHECK = Part(
     name="check_translation_loss",
-    visible=(Case("padded targets", _case(21, 3, 5, 7, (5, 2, 3))),),
+    visible=(
+        Case("padded targets", _case(21, 3, 5, 7, (5, 2, 3))),
+        Case("padded targets, another padding id", _case(40, 2, 4, 6, (4, 1), pad_id=5)),  # 0 is a content token
+    ),
     check=_check,
     forbidden=("attnbook.seq2seq.seq2seq_loss",),
 )

@@ -87,7 +87,8 @@ def _check_padding(padding_fn: Callable, ids: torch.Tensor, pad_id: int) -> None
         raise CheckFailed("the padding mask is the wrong way round: True marks the real tokens (may attend) "
                           "and False the padding")
     if pad_id != 0 and torch.equal(m, (ids != 0).unsqueeze(1)):
-        raise CheckFailed("the mask looks for the id 0 instead of the pad_id argument")
+        raise CheckFailed("the mask looks for the id 0 instead of the pad_id argument: the padding is at the "
+                          "positions equal to pad_id, not 0 (pad_id need not be 0)")
     raise CheckFailed("padding_mask must be False exactly where ids == pad_id and True elsewhere")
 
 
@@ -103,6 +104,7 @@ CHECK = Part(
     visible=(
         Case("causal mask", _causal_case(4)),
         Case("padding mask", _padding_case(301, 2, 5, 0, lengths=(5, 3))),
+        Case("padding mask, another padding id", _padding_case(310, 3, 6, 3, lengths=(6, 1, 4))),
     ),
     check=_check,
     forbidden=("attnbook.attention.causal_mask", "attnbook.attention.padding_mask"),

@@ -95,6 +95,17 @@ def _fallback(w: torch.Tensor, mask: torch.Tensor | None) -> str:
     return "the attention weights differ from softmax(Q Kᵀ / sqrt(d_k))"
 
 
+def _swapped(out: torch.Tensor, w: torch.Tensor, expected_out: torch.Tensor, expected_w: torch.Tensor) -> bool:
+    """Whether the student returned ``(weights, out)``: each has the other's shape and, where the shapes
+    alone cannot tell (d_v = S), the other's values."""
+    if out.shape != expected_w.shape or w.shape != expected_out.shape:
+        return False
+    if expected_out.shape != expected_w.shape:
+        return True
+    return (close(out, expected_w) and close(w, expected_out)
+            and not (close(out, expected_out) and close(w, expected_w)))
+
+
 def check_sdpa(fn: Callable) -> Callable:
     """check_one(q, k, v, mask) for the student's ``fn``; ``mask=None`` calls ``fn(q, k, v)``."""
 
@@ -106,6 +117,9 @@ def check_sdpa(fn: Callable) -> Callable:
         require_unchanged(before, q, k, v,
                           message="the function changed q, k or v in place; compute on new tensors instead")
         expected_out, expected_w = REF.scaled_dot_product_attention(q, k, v, mask)
+        if _swapped(out, w, expected_out, expected_w):
+            raise CheckFailed("the pair is swapped: the function returned (weights, out); return (out, weights), "
+                              "the output first, then the attention weights")
         require_shape(w, expected_w.shape,
                       "weights should have shape (..., T, S): one row per query, one column per key")
         require_shape(out, expected_out.shape,

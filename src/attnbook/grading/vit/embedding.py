@@ -5,7 +5,9 @@ flattened patches, the learnable ``cls_token`` (1, 1, D) is *prepended*, and the
 ``pos_embed`` (1, 1 + N, D) is added to every token, the class token included. The checker
 copies the reference's random parameters into the student's module by name and compares
 outputs; a wrong output is compared with the usual mistakes (class token appended, the class
-token left without a position, no positions, patches cut in a wrong layout).
+token left without a position, no positions, patches cut in a wrong layout). A ``cls_token`` or
+``pos_embed`` of another shape is named before any weight is copied: ``pos_embed`` of shape
+``(1, N, D)`` has no position for the class token.
 
 >>> tuple(_Reference(8, 4, 1, 6)(torch.zeros(2, 1, 8, 8)).shape)
 (2, 5, 6)
@@ -19,7 +21,7 @@ import torch
 from torch import nn
 
 from .._compare import close, require_tensor
-from .._core import build_loaded, run_student
+from .._core import _is_proxy, build_module, load_reference_parameters, run_method, run_student
 from .._shared import randomize
 from ..engine import Case, Part
 from ..errors import CheckFailed
@@ -72,12 +74,41 @@ def _case(seed, B, C, img, P, D, dtype=torch.float32, swap=False):
     return make
 
 
+def _shapes(module: nn.Module) -> dict[str, tuple[int, ...]]:
+    """The student's parameter shapes by name (here, or in the worker through the judge's proxy)."""
+    if _is_proxy(module):
+        return {name: tuple(shape) for name, shape in module.parameter_shapes()}
+    return {name: tuple(p.shape) for name, p in nn.Module.named_parameters(module)}
+
+
+def _require_token_shapes(module: nn.Module, ref: _Reference) -> None:
+    """Name a class token or a table of positions of the wrong shape, before the weights are copied."""
+    shapes = _shapes(module)
+    n_tokens, D = ref.pos_embed.shape[1:]
+    pos = shapes.get("pos_embed")
+    if pos == (1, n_tokens - 1, D):
+        raise CheckFailed("pos_embed has shape (1, N, embed_dim), one position per patch, but the class token "
+                          "needs one too: make it (1, 1 + N, embed_dim) with N = (img_size // patch_size) ** 2, "
+                          "position 0 for the class token")
+    if pos is not None and pos != (1, n_tokens, D):
+        raise CheckFailed("pos_embed should have shape (1, 1 + N, embed_dim) with N = (img_size // patch_size) ** 2: "
+                          "one position for the class token and one per patch, shared by the batch")
+    cls_shape = shapes.get("cls_token")
+    if cls_shape is not None and cls_shape != (1, 1, D):
+        raise CheckFailed("cls_token should have shape (1, 1, embed_dim): one class token, expanded to the batch "
+                          "in forward")
+
+
 def _check(cls: Callable) -> Callable:
     what = "ViTEmbedding"
 
     def check_one(seed, sizes, x):
         ref = randomize(_Reference(*sizes), seed).to(x.dtype).eval()
-        module = build_loaded(cls, sizes, ref, x.dtype, what, "(img_size, patch_size, in_chans, embed_dim)")
+        module = build_module(cls, *sizes, what=what + "(img_size, patch_size, in_chans, embed_dim)")
+        run_method(module, "to", x.dtype, what=f"{what}.to")
+        _require_token_shapes(module, ref)
+        load_reference_parameters(module, ref, what)  # names the other mismatches (proj's sizes)
+        run_method(module, "eval", what=f"{what}.eval")
         with torch.no_grad():
             out = require_tensor(run_student(module, x.clone(), what=f"{what}.forward"), f"the output of {what}")
             expected = ref(x)
