@@ -524,9 +524,9 @@ def _latest(notebooks: list[Collected]) -> Collected | None:
 def copy_submissions(source: Path, submitted: Path, wanted: Callable[[str, str], bool],
                      assignments: list[str]) -> list[str]:
     """Copy ``source/<student>/<assignment>/`` into ``submitted/`` (adding and updating, never deleting) for
-    the pairs ``wanted(student, assignment)`` accepts; return a line for each thing left out. Only regular
-    files are copied: a link (a folder or a file) is never followed, and names that break :mod:`names`'
-    rule are left out."""
+    the pairs ``wanted(student, assignment)`` accepts; return a line for each thing left out. Only folders
+    and regular files are copied: a link (to a folder or a file) is never followed, and a student id or a
+    notebook's file name that breaks :mod:`names`' rule is left out."""
     lines = []
     for student_dir in sorted(source.iterdir()):
         student = student_dir.name
@@ -543,18 +543,28 @@ def copy_submissions(source: Path, submitted: Path, wanted: Callable[[str, str],
             if folder.is_symlink() or not folder.is_dir():
                 lines.append(f"skipped {student}/{names.shown(folder.name)}: not a folder, or a link")
                 continue
-            target = _plain_folder(submitted / student / folder.name)
-            for path in sorted(folder.iterdir()):
-                if path.is_symlink() or not path.is_file():
-                    if path.is_symlink() or not path.is_dir():  # a folder in a submission is not graded
-                        lines.append(f"skipped {student}/{folder.name}/{names.shown(path.name)}: a link or not "
-                                     "a plain file, never followed")
-                    continue
-                try:
-                    names.file_name(path.name)
-                except ValueError as err:
-                    lines.append(f"skipped {student}/{folder.name}/{names.shown(path.name)}: {err}")
-                    continue
-                (target / path.name).unlink(missing_ok=True)
-                shutil.copy2(path, target / path.name, follow_symlinks=False)
+            lines += _copy_tree(folder, _plain_folder(submitted / student / folder.name), f"{student}/{folder.name}")
+    return lines
+
+
+def _copy_tree(folder: Path, target: Path, shown: str, top: bool = True) -> list[str]:
+    """Copy ``folder``'s folders and regular files into ``target``; a line for each thing left out. The file
+    names at the top, where the notebook is read from, must follow :func:`names.file_name`; those below
+    (``.replaced/``, a student's data) are kept as they are."""
+    lines = []
+    for path in sorted(folder.iterdir()):
+        where = f"{shown}/{names.shown(path.name)}"
+        if path.is_symlink() or not (path.is_file() or path.is_dir()):
+            lines.append(f"skipped {where}: a link or not a plain file, never followed")
+            continue
+        if path.is_dir():
+            lines += _copy_tree(path, _plain_folder(target / path.name), where, top=False)
+            continue
+        try:
+            names.file_name(path.name) if top else None
+        except ValueError as err:
+            lines.append(f"skipped {where}: {err}")
+            continue
+        (target / path.name).unlink(missing_ok=True)  # a link in its place is replaced, never written through
+        shutil.copy2(path, target / path.name, follow_symlinks=False)
     return lines

@@ -81,9 +81,12 @@ def test_links_in_a_folder_of_submissions_are_never_copied(tmp_path):
     (source / "mallory").symlink_to(ROOT / "solutions", target_is_directory=True)
     (source / "trudy").mkdir()
     (source / "trudy" / A2).symlink_to(ROOT / "solutions" / A2, target_is_directory=True)
+    (source / "bob" / A2 / ".replaced").mkdir()  # kept as it is, but for a link in it
+    (source / "bob" / A2 / ".replaced" / "exercises.ipynb").write_bytes(b"old")
+    (source / "bob" / A2 / ".replaced" / "x.ipynb").symlink_to(ROOT / "solutions" / A2 / "exercises.ipynb")
     lines = intake.copy_submissions(source, submitted, lambda s, a: True, [A2])
-    assert tree(submitted) == {f"bob/{A2}/exercises.ipynb": NB}
-    assert len(lines) == 3 and all("link" in line for line in lines), lines
+    assert tree(submitted) == {f"bob/{A2}/exercises.ipynb": NB, f"bob/{A2}/.replaced/exercises.ipynb": b"old"}
+    assert len(lines) == 4 and all("link" in line for line in lines), lines
 
 
 def test_a_link_already_in_submitted_is_not_graded(tmp_path):
