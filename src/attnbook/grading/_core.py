@@ -12,7 +12,11 @@ the difference:
   notebook's cells ran (:func:`._refuse.refuse`, the same way).
 
 Either way a failure of the student's code becomes a :class:`CheckFailed`
-that says what happened in words. :func:`private_modules` gives the checks
+that says what happened in words, in the kernel with the line of the
+student's cell that raised (:func:`student_line`). In the kernel a visible
+case also runs under a time limit (:func:`time_limit`), so that a loop that
+never ends fails the check instead of hanging the notebook; the judge's worker
+has limits of its own. :func:`private_modules` gives the checks
 their own copy of the reference modules, which a notebook that patches the
 public ones does not change.
 """
@@ -21,8 +25,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import importlib
+import linecache
+import os
+import re
+import signal
 import sys
+import threading
+import time
 import types
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,6 +41,7 @@ from typing import TYPE_CHECKING, TypeGuard, cast
 
 import torch
 
+from . import _refuse
 from ._refuse import ReferenceCalled, refused
 from .errors import CheckFailed
 
@@ -70,14 +82,50 @@ def private_modules(*names: str) -> tuple[types.ModuleType, ...]:
 # ------------------------------------------------------------- running code
 
 
+# How IPython names a cell's code: ipykernel >= 6 (/tmp/ipykernel_<pid>/<hash>.py), plain IPython (<ipython-input-…>).
+_CELL_FILE = re.compile(r"[/\\]ipykernel_\d+[/\\]\w+\.py$|^<ipython-input-\d+-\w+>$")
+
+
+def student_line(tb: types.TracebackType | None, width: int = 80) -> str:
+    """Where ``tb`` last passed through the student's notebook cell, to end a message; "" if it never did.
+
+    The innermost frame compiled from a cell counts (the check's frames and
+    torch's do not), so an error raised inside torch points at the student's
+    call. The text comes from ``linecache``, where IPython keeps its cells:
+
+    >>> import linecache
+    >>> name = "/tmp/ipykernel_123/4567.py"
+    >>> source = "def f(x):\\n    return x[5]\\n"
+    >>> linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    >>> namespace = {}
+    >>> exec(compile(source, name, "exec"), namespace)
+    >>> try:
+    ...     namespace["f"]([1, 2])
+    ... except IndexError as err:
+    ...     print(student_line(err.__traceback__))
+     (line 2 of your cell: `return x[5]`)
+    >>> del linecache.cache[name]
+    """
+    found = ""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if _CELL_FILE.search(name):
+            text = linecache.getline(name, tb.tb_lineno).strip()
+            text = text if len(text) <= width else text[:width - 3] + "..."
+            found = f" (line {tb.tb_lineno} of your cell" + (f": `{text}`)" if text else ")")
+        tb = tb.tb_next
+    return found
+
+
 def student_error(what: str, type_name: str, message: str, *, reference: str | None = None,
-                  not_implemented: bool = False) -> CheckFailed:
-    """The failure to report when the student's code raised (here or in the worker)."""
+                  not_implemented: bool = False, line: str = "") -> CheckFailed:
+    """The failure to report when the student's code raised (here or in the worker); ``line``: :func:`student_line`."""
     if not_implemented:
         return CheckFailed(f"{what} is not implemented yet (it raises NotImplementedError)")
     if reference is not None:
-        return CheckFailed(f"{what} calls the reference implementation `{reference}`; write the computation yourself")
-    return CheckFailed(f"{what} raised {type_name}: {message}")
+        return CheckFailed(f"{what} calls the reference implementation `{reference}`; write the computation "
+                           f"yourself{line}")
+    return CheckFailed(f"{what} raised {type_name}: {message}{line}")
 
 
 def note_warnings(what: str, messages: Iterable[str]) -> None:
@@ -92,12 +140,116 @@ def _student_code(what: str) -> Iterator[None]:
         warnings.simplefilter("always")
         try:
             yield
+        except OutOfTime as err:  # time_limit reports it; the innermost student's code running is the culprit
+            err.what = err.what or what
+            raise
         except ReferenceCalled as err:
-            raise student_error(what, "", "", reference=str(err)) from None
+            raise student_error(what, "", "", reference=str(err), line=student_line(err.__traceback__)) from None
         except Exception as err:  # the student's bug, reported in words
-            raise student_error(what, type(err).__name__, str(err),
+            raise student_error(what, type(err).__name__, str(err), line=student_line(err.__traceback__),
                                 not_implemented=isinstance(err, NotImplementedError)) from None
     note_warnings(what, [str(w.message) for w in caught])
+
+
+# --------------------------------------------------------------- time limit
+
+LEAST_SECONDS = 10.0  # the least limit of a visible case; the slowest one takes about 0.2 s with the solution
+
+
+class OutOfTime(BaseException):
+    """Raised in the student's code when a visible case runs past its limit (see :func:`time_limit`).
+
+    Not an ``Exception``, so that neither ``except Exception`` in the
+    student's code nor the checks' own handlers stop it.
+    """
+
+    what = ""  # the student's code that was running (set by _student_code), "" when it was the check's
+
+
+def visible_seconds() -> float:
+    """The time limit of one visible case: ``$ATTNBOOK_VISIBLE_SECONDS`` if set (0: none), else calibrated.
+
+    The calibrated limit is ``max(10 s, 2000 times a small torch workload)``:
+    10 s on a usual laptop, longer on a slow one, never short enough to fail a
+    correct answer, only to end a loop that never does.
+    """
+    given = os.environ.get("ATTNBOOK_VISIBLE_SECONDS", "").strip()
+    try:
+        return float(given) if given else _calibrated()
+    except ValueError:
+        raise ValueError(f"ATTNBOOK_VISIBLE_SECONDS should be a number of seconds, not {given!r}") from None
+
+
+@functools.cache
+def _calibrated() -> float:
+    def workload() -> float:
+        start, x = time.perf_counter(), torch.ones(64, 64)
+        for _ in range(50):
+            x = torch.softmax(x @ x.T / 64, dim=-1)
+        return time.perf_counter() - start
+
+    return max(LEAST_SECONDS, float(round(2000 * min(workload() for _ in range(3)))))
+
+
+_GUARDS = ("_student_code", "time_limit")  # they turn OutOfTime into a failure: an alarm inside would cut that short
+
+
+def _cleaning_up(frame: types.FrameType | None) -> bool:
+    """Whether ``frame`` runs in (the undoing of) a refusal or in a guard's exit: no time to stop there."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == _refuse.__file__ or (code.co_filename == __file__ and code.co_name in _GUARDS):
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None, part: str, case: str) -> Iterator[None]:
+    """Run the block, a visible case of ``part``, for ``seconds`` at most; then it fails with :class:`CheckFailed`.
+
+    A SIGALRM handler raises :class:`OutOfTime` wherever the main thread is
+    (again every second, should the student's code swallow it), except while
+    a refusal is being undone; the previous handler and timer are restored.
+    Python loops stop so; a single torch call runs to its end first, and a
+    loop with a bare ``except:`` inside swallows every alarm (as it swallows
+    Jupyter's interrupt). Where
+    there is no SIGALRM (Windows) or the code runs outside the main thread,
+    or when a sooner alarm is already set, the block runs without a limit.
+
+    >>> import itertools
+    >>> with time_limit(0.1, "check_loop", "one case"):  # doctest: +ELLIPSIS
+    ...     for _ in itertools.count():
+    ...         pass
+    Traceback (most recent call last):
+    attnbook.grading.errors.CheckFailed: check_loop: the check ran longer than 0.1 s on the visible case 'one case'; ...
+    """
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGALRM) if usable else None  # None: a handler Python cannot restore
+    outer = signal.getitimer(signal.ITIMER_REAL) if usable else (0.0, 0.0)
+    if not seconds or previous is None or 0 < outer[0] <= seconds:
+        yield
+        return
+
+    def ring(signum: int, frame: types.FrameType | None) -> None:
+        if not _cleaning_up(frame):
+            raise OutOfTime
+
+    start, grad = time.monotonic(), torch.is_grad_enabled()
+    signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    except OutOfTime as err:
+        torch.set_grad_enabled(grad)  # in case the alarm came inside a no_grad block's exit
+        culprit, line = err.what or "the check", student_line(err.__traceback__)
+        raise CheckFailed(f"{part}: {culprit} ran longer than {seconds:g} s on the visible case '{case}'; "
+                          f"look for a loop that never ends{line}") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer[0]:  # an outer alarm, later than ours: it goes on
+            signal.setitimer(signal.ITIMER_REAL, max(outer[0] - (time.monotonic() - start), 1e-3), outer[1])
 
 
 def _is_proxy(obj: object) -> TypeGuard[Remote]:

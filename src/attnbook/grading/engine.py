@@ -15,7 +15,8 @@ and its hidden cases in the instructor's ``autograder/hidden/<chapter>.py``
 (``HIDDEN["check_masks"] = (Case("padding id 7", masks._padding_case(...)), ...)``),
 which :mod:`.hidden_cases` reads at grading time: the student's package holds
 no hidden case. Called in a notebook, ``check_masks(causal_mask, padding_mask)``
-runs the visible cases and raises :class:`CheckFailed` at the first failure;
+runs the visible cases, each under a time limit (:func:`._core.time_limit`),
+and raises :class:`CheckFailed` at the first failure;
 ``check_masks(..., points=2)`` runs every case and returns the points earned
 (partial credit by the cases' weights), raising when nothing passed; without
 the instructor's files it grades the visible cases and says so. The same
@@ -38,7 +39,7 @@ import torch
 
 from . import hidden_cases
 from ._compare import close, verify_toolkit
-from ._core import REFUSED
+from ._core import REFUSED, _is_proxy, time_limit, visible_seconds
 from .errors import CheckFailed
 
 
@@ -146,7 +147,8 @@ class Part:
                     _TOLD.append(True)
                     print("Graded on the visible cases only: the hidden cases are the instructor's, not here.")
                 cases += hidden or ()
-            return score_cases(cases, self.check(*students), points)
+            timed = points is None and not any(map(_is_proxy, students))  # the judge's worker has its own limits
+            return score_cases(cases, self.check(*students), points, timed=self.name if timed else None)
         finally:
             REFUSED.reset(token)
 
@@ -154,12 +156,15 @@ class Part:
 _TOLD: list[bool] = []  # whether a student's kernel was told that the hidden cases are not here (once)
 
 
-def score_cases(cases: Iterable[Case], check_one: Callable[..., None], points: float | None) -> float | None:
+def score_cases(cases: Iterable[Case], check_one: Callable[..., None], points: float | None,
+                timed: str | None = None) -> float | None:
     """Run ``check_one(*case.make())`` on every case and turn the results into a grade.
 
     ``points=None`` (the visible check): stop at the first failure and raise
-    it; return ``None`` when everything passes. With ``points`` (the hidden
-    test): run every case, report each failing group once, and return the
+    it; return ``None`` when everything passes; ``timed``, the part's name,
+    runs each of those cases under :func:`._core.time_limit`, so that a loop
+    that never ends fails the check. With ``points`` (the hidden test): run
+    every case, report each failing group once, and return the
     points earned, ``points`` times the passed share of the weights, so that
     nbgrader gives partial credit. A score of zero raises instead of returning
     0, so a check never fails silently.
@@ -170,7 +175,8 @@ def score_cases(cases: Iterable[Case], check_one: Callable[..., None], points: f
         raise ValueError("no cases to check")
     if points is None:
         for case in cases:
-            check_one(*case.make())
+            with time_limit(visible_seconds() if timed else None, timed or "", case.group):
+                check_one(*case.make())
         print("The visible check passed." if len(cases) == 1 else f"All {len(cases)} visible checks passed.")
         return None
     earned, total = 0.0, 0.0
