@@ -19,6 +19,7 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import csvcells  # noqa: E402
 import feedback_pages  # noqa: E402
 import gradecache  # noqa: E402
 import intake  # noqa: E402
@@ -206,10 +207,8 @@ def write_csv(results: list[dict], out: Path) -> None:
     graded = [gid for cells in columns.values() for gid in cells]
     fields = ["student", "assignment", *graded, "score", "max_score", "timestamp", "late_hours", "penalty", "status"]
     tmp = out.with_suffix(".tmp")
-    import csvcells  # a sibling: text cells a student controls (student, status) never open as a formula
-
     with open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields, restval="", quoting=csvcells.QUOTING)
         writer.writeheader()
-        writer.writerows(csvcells.row(r) for r in rows)
+        writer.writerows(csvcells.row(r) for r in rows)  # a student's id or file name never opens as a formula
     tmp.replace(out)

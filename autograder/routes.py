@@ -5,9 +5,10 @@ A graded part refuses the routes that would do its whole job for the student
 ``linear_sum_assignment`` for the DETR matching). A list someone wrote names
 the functions they thought of; this module searches instead. For each
 :class:`Probe` (a part's function, with inputs made here) it calls every
-public function of the installed numeric packages (:data:`PACKAGES`, walked
-module by module: graph and sparse-matrix modules included) on the inputs, in
-the forms a library takes (tensors, NumPy arrays, a SciPy sparse matrix), and
+public function of the installed numeric and graph packages (:data:`PACKAGES`,
+walked module by module: graph and sparse-matrix modules included) on the
+inputs, in the forms a library takes (tensors, NumPy arrays, a SciPy sparse
+matrix, a cost matrix as a weighted bipartite networkx graph), and
 keeps those whose result equals the reference's. The calls run in a child
 process, one time limit each; a call that hangs or crashes the child costs
 that candidate only.
@@ -48,7 +49,7 @@ from attnbook.measure import machine_header
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "autograder" / "refused_routes.csv"
 # Where a whole-job routine may live: the numeric libraries the course installs, walked completely.
-PACKAGES = ("numpy", "scipy", "sklearn", "torch.nn.functional", "torch.linalg", "torch.special", "torch",
+PACKAGES = ("numpy", "scipy", "sklearn", "networkx", "torch.nn.functional", "torch.linalg", "torch.special", "torch",
             "timm.layers")
 SKIP = ("._", "tests", "testing", "conftest", "torch.distributed", "torch.cuda", "torch.utils", "torch.onnx",
         "torch._", "torch.testing", "torch.backends", "torch.compiler", "torch.export", "torch.fx",
@@ -145,13 +146,58 @@ def same(got, want) -> bool:
     return isinstance(got, tuple | list) and len(got) > 0 and same(got[0], want)
 
 
-def _forms(args: tuple) -> Iterator[tuple]:
-    """The inputs as tensors, as NumPy arrays, and 2-D matrices as SciPy sparse matrices."""
-    yield args
+def _forms(args: tuple) -> Iterator[tuple[tuple, Callable]]:
+    """The inputs as tensors, as NumPy arrays, and 2-D matrices as SciPy sparse matrices; a lone 2-D matrix also
+    as a weighted bipartite graph (:func:`bipartite`), twice: each with how to read a matching of it back."""
+    def unchanged(got):
+        return got
+
+    yield args, unchanged
     numpy = tuple(a.numpy() if isinstance(a, torch.Tensor) else a for a in args)
-    yield numpy
+    yield numpy, unchanged
     if any(isinstance(a, np.ndarray) and a.ndim == 2 for a in numpy):
-        yield tuple(scipy.sparse.csr_array(a) if isinstance(a, np.ndarray) and a.ndim == 2 else a for a in numpy)
+        yield tuple(scipy.sparse.csr_array(a) if isinstance(a, np.ndarray) and a.ndim == 2 else a
+                    for a in numpy), unchanged
+    if len(numpy) == 1 and isinstance(numpy[0], np.ndarray) and numpy[0].ndim == 2:
+        n = numpy[0].shape[0]
+        for maximise in (False, True):
+            yield (bipartite(numpy[0], maximise),), functools.partial(assignment, n=n)
+
+
+def bipartite(cost: np.ndarray, maximise: bool):
+    """A (n, m) cost matrix as a complete bipartite networkx graph: rows are the nodes 0 to n-1, columns n to
+    n+m-1; the weights are the costs, or (``maximise``) a constant less them, so that a maximum-weight matching
+    is a minimum-cost assignment (what a graph library's matching gives a student).
+
+    >>> g = bipartite(np.array([[1.0, 2.0]]), maximise=False)
+    >>> sorted(g.edges(data="weight"))
+    [(0, 1, 1.0), (0, 2, 2.0)]
+    """
+    import networkx as nx
+
+    n, m = cost.shape
+    top = 2 * float(np.abs(cost).sum()) + 1
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n), bipartite=0)
+    graph.add_nodes_from(range(n, n + m), bipartite=1)
+    graph.add_weighted_edges_from((i, n + j, top - float(cost[i, j]) if maximise else float(cost[i, j]))
+                                  for i in range(n) for j in range(m))
+    return graph
+
+
+def assignment(matching, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """A matching of :func:`bipartite`'s graph (a set of node pairs, or a dict of node -> node) as
+    ``(rows, cols)``, rows sorted; None when it is not one.
+
+    >>> assignment({(3, 1), (0, 2)}, n=2)
+    (array([0, 1]), array([0, 1]))
+    """
+    try:
+        pairs = matching.items() if isinstance(matching, dict) else matching
+        found = sorted({(min(u, v), max(u, v) - n) for u, v in pairs if min(u, v) < n <= max(u, v)})
+    except (TypeError, ValueError):
+        return None
+    return np.array([r for r, _ in found], dtype=int), np.array([c for _, c in found], dtype=int)
 
 
 def candidates(packages: tuple[str, ...] = PACKAGES) -> Iterator[str]:
@@ -209,13 +255,13 @@ def _child(todo: list[str], probes: tuple[Probe, ...], out) -> None:
         else:
             wants_here = wants
         for probe, want in wants_here:
-            for form in _forms(probe.make()):  # fresh inputs: a function may change them in place
+            for form, read in _forms(probe.make()):  # fresh inputs: a function may change them in place
                 try:
                     signal.alarm(SECONDS)
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        got = fn(*form)
-                        hit = same(got, want)
+                        got = read(fn(*form))
+                        hit = got is not None and same(got, want)
                 except BaseException:
                     hit = False
                 finally:

@@ -27,6 +27,17 @@ def test_the_search_finds_both_assignment_solvers_in_scipy():
                                                "scipy.sparse.csgraph.min_weight_full_bipartite_matching"}
 
 
+def test_the_search_finds_a_graph_librarys_matchings():
+    """networkx (installed with torch): the cost matrix as a weighted bipartite graph, a matching read back."""
+    matching = tuple(p for p in routes.PROBES if p.function == "hungarian_match")
+    hits = routes.search(("networkx.algorithms.matching", "networkx.algorithms.bipartite.matching"), matching)
+    assert {route for _, _, route in hits} == {
+        "networkx.algorithms.matching.max_weight_matching", "networkx.algorithms.matching.min_weight_matching",
+        "networkx.algorithms.bipartite.matching.minimum_weight_full_matching"}
+    forbidden = routes._parts()["check_matching"].forbidden
+    assert all(route in forbidden for _, _, route in hits)
+
+
 def test_every_route_found_is_refused_by_its_part():
     """The committed search (python autograder/routes.py) over every package: each route is forbidden,
     or allowed with a reason."""

@@ -186,6 +186,12 @@ CHECK = Part(
                # every installed solver of the whole assignment (autograder/routes.py finds them)
                *available(("scipy.optimize.linear_sum_assignment", "scipy.optimize._lsap.linear_sum_assignment",
                            "scipy.sparse.csgraph.min_weight_full_bipartite_matching",
-                           "scipy.sparse.csgraph._matching.min_weight_full_bipartite_matching"))),
+                           "scipy.sparse.csgraph._matching.min_weight_full_bipartite_matching",
+                           # a graph library's matchings, on the cost matrix as a bipartite graph
+                           "networkx.max_weight_matching", "networkx.min_weight_matching",
+                           "networkx.algorithms.matching.max_weight_matching",
+                           "networkx.algorithms.matching.min_weight_matching",
+                           "networkx.algorithms.bipartite.minimum_weight_full_matching",
+                           "networkx.algorithms.bipartite.matching.minimum_weight_full_matching"))),
 )
 check_matching = CHECK
