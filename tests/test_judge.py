@@ -118,6 +118,13 @@ def test_a_crash_costs_the_part_and_says_why(source, status, tmp_path, monkeypat
     assert result.score == 0 and any(status in s for s in worker.statuses), worker.statuses
 
 
+def test_an_error_in_the_worker_names_the_students_line(tmp_path, monkeypatch):
+    source = "import torch\ndef sdpa(q, k, v):\n    w = q @ k\n    return w @ v, w"  # (B, T, d) @ (B, T, d)
+    result, _ = grade(source, tmp_path, monkeypatch)
+    assert result.score == 0 and "sdpa raised RuntimeError" in result.message, result.message
+    assert "(line 3 of your cell: `w = q @ k`)" in result.message, result.message
+
+
 MASKED_SDPA = """import math, torch
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])

@@ -27,9 +27,7 @@ import contextlib
 import contextvars
 import functools
 import importlib
-import linecache
 import os
-import re
 import signal
 import sys
 import threading
@@ -42,6 +40,7 @@ from typing import TYPE_CHECKING, TypeGuard, cast
 import torch
 
 from . import _refuse
+from ._cells import student_line
 from ._refuse import ReferenceCalled, refused
 from .errors import CheckFailed
 
@@ -80,41 +79,6 @@ def private_modules(*names: str) -> tuple[types.ModuleType, ...]:
 
 
 # ------------------------------------------------------------- running code
-
-
-# How IPython names a cell's code: ipykernel >= 6 (/tmp/ipykernel_<pid>/<hash>.py), plain IPython (<ipython-input-…>).
-_CELL_FILE = re.compile(r"[/\\]ipykernel_\d+[/\\]\w+\.py$|^<ipython-input-\d+-\w+>$")
-
-
-def student_line(tb: types.TracebackType | None, width: int = 80) -> str:
-    """Where ``tb`` last passed through the student's notebook cell, to end a message; "" if it never did.
-
-    The innermost frame compiled from a cell counts (the check's frames and
-    torch's do not), so an error raised inside torch points at the student's
-    call. The text comes from ``linecache``, where IPython keeps its cells:
-
-    >>> import linecache
-    >>> name = "/tmp/ipykernel_123/4567.py"
-    >>> source = "def f(x):\\n    return x[5]\\n"
-    >>> linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    >>> namespace = {}
-    >>> exec(compile(source, name, "exec"), namespace)
-    >>> try:
-    ...     namespace["f"]([1, 2])
-    ... except IndexError as err:
-    ...     print(student_line(err.__traceback__))
-     (line 2 of your cell: `return x[5]`)
-    >>> del linecache.cache[name]
-    """
-    found = ""
-    while tb is not None:
-        name = tb.tb_frame.f_code.co_filename
-        if _CELL_FILE.search(name):
-            text = linecache.getline(name, tb.tb_lineno).strip()
-            text = text if len(text) <= width else text[:width - 3] + "..."
-            found = f" (line {tb.tb_lineno} of your cell" + (f": `{text}`)" if text else ")")
-        tb = tb.tb_next
-    return found
 
 
 def student_error(what: str, type_name: str, message: str, *, reference: str | None = None,

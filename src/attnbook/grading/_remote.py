@@ -235,7 +235,7 @@ class Worker:
             if reference:
                 self.called.add(reference)
             message = QUIET if self.quiet else str(error.get("message"))[:2000]
-            raise student_error(what, str(error.get("type"))[:100], message,
+            raise student_error(what, str(error.get("type"))[:100], message, line=str(error.get("line") or "")[:200],
                                 reference=reference, not_implemented=bool(error.get("not_implemented")))
         try:
             result = _wire.decode(reply["result"], remote=self._proxy)

@@ -1,7 +1,7 @@
 """The student's side of grading: run a submission's cells, then the calls the judge asks for.
 
-Started by the judge inside the sandbox as ``python -I _worker.py``, beside
-copies of ``_wire.py`` and ``_refuse.py``; it never sees the judge's code, the
+Started by the judge inside the sandbox as ``python -I _worker.py``, beside copies
+of ``_wire.py``, ``_refuse.py`` and ``_cells.py``; it never sees the judge's code, the
 references of the part being judged, or any file of the course. The process imports torch once
 (the *host*), then forks one child per graded part:
 
@@ -43,8 +43,9 @@ import torch
 from IPython.core.interactiveshell import InteractiveShell
 
 if TYPE_CHECKING:  # mypy reads the package's copies; the sandbox imports the ones beside this file
-    from attnbook.grading import _refuse, _wire
+    from attnbook.grading import _cells, _refuse, _wire
 else:
+    import _cells
     import _refuse
     import _wire
 
@@ -80,7 +81,7 @@ def _error(err: BaseException) -> dict:
     memory = isinstance(err, MemoryError) or "can't allocate memory" in message
     return {"type": type(err).__name__, "message": message[:2000], "memory": memory,
             "reference": message if isinstance(err, _refuse.ReferenceCalled) else None,
-            "not_implemented": isinstance(err, NotImplementedError)}
+            "not_implemented": isinstance(err, NotImplementedError), "line": _cells.student_line(err.__traceback__)}
 
 
 def _gradients(result: object, args: list) -> dict:

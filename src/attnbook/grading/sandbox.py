@@ -171,10 +171,10 @@ def workdir() -> Path:
 
 
 def prepare(folder: Path) -> None:
-    """Put the worker's three files in ``folder`` (nothing else of the course goes there)."""
+    """Put the worker's four files in ``folder`` (nothing else of the course goes there)."""
     here = Path(__file__).parent
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("_worker.py", "_wire.py", "_refuse.py"):
+    for name in ("_worker.py", "_wire.py", "_refuse.py", "_cells.py"):
         shutil.copyfile(here / name, folder / name)
     os.chmod(folder, 0o777 if isolation() == "none" else 0o755)  # without bubblewrap it is the worker's folder
 
