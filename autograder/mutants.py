@@ -73,6 +73,7 @@ class CellScore:
     tests: list[str]
     mutants: int = 0  # all the cell's mutants; more than those graded when sampled
     killed: int = 0
+    seen: int = 0  # of the killed, those a visible check fails: the student learns of it before handing in
     broken: int = 0
     survivors: list[str] = field(default_factory=list)  # unified diffs
 
@@ -90,7 +91,9 @@ class RuleScore:
     cell: str
     total: int = 0
     killed: int = 0
+    seen: int = 0  # of the killed, those a visible check fails
     survivors: list[str] = field(default_factory=list)  # "survived: rule" or "broken: rule", then the diff
+    unseen: list[str] = field(default_factory=list)  # the rules killed by hidden cases only
 
 
 def mutants(source: str) -> Iterator[tuple[str, str]]:
@@ -174,7 +177,8 @@ class Notebook:
 
     def grade(self, cell: str, code: str) -> str:
         """``"killed"``, ``"broken"`` or ``"survived"``: ``code`` in place of the answer cell ``cell``,
-        graded as a student's answer by the cell's test cells."""
+        graded as a student's answer by the cell's test cells; ``"seen"`` for one killed that a visible check,
+        which the student runs before handing in, already fails."""
         namespace = dict(self.namespace)  # earlier parts' objects keep the unmutated globals
         try:
             with _clock(SECONDS):
@@ -190,7 +194,15 @@ class Notebook:
                 full = all(_grade(namespace, *self.tests[t]) >= self.tests[t][1] for t in tests)
         except TimeoutError:
             full = False
-        return "survived" if full else "killed"
+        if full:
+            return "survived"
+        try:
+            with _clock(SECONDS):
+                visible = [([c for c in calls if c.points is None], points) for calls, points in
+                           (self.tests[t] for t in tests)]
+                return "seen" if any(_grade(namespace, *test) < test[1] for test in visible) else "killed"
+        except TimeoutError:
+            return "seen"
 
     def _check_cell(self, cell: str) -> None:
         if cell not in self.answers:
@@ -210,8 +222,9 @@ class Notebook:
             outcome = self.grade(cell, code)
             if outcome == "survived":
                 result.survivors.append(f"{operator}\n" + _diff(original, code))
-            elif outcome == "killed":
+            elif outcome in ("killed", "seen"):
                 result.killed += 1
+                result.seen += outcome == "seen"
             else:
                 result.broken += 1
         return result
@@ -231,8 +244,10 @@ class Notebook:
         for rule, old, new in rules:
             code = self.rule_mutant(cell, old, new)
             outcome = self.grade(cell, code)
-            if outcome == "killed":
+            if outcome in ("killed", "seen"):
                 result.killed += 1
+                result.seen += outcome == "seen"
+                result.unseen += [rule] if outcome == "killed" else []
             else:
                 result.survivors.append(f"{outcome}: {rule}\n" + _diff(self.answers[cell], code))
         return result
@@ -259,7 +274,8 @@ def load_rules(assignment: str, folder: Path = RULES) -> dict[str, list[tuple[st
 
 # --- the chapter's files: OUT/<assignment>.csv and OUT/<assignment>-survivors.md -----------------------------
 
-COLUMNS = ["assignment", "cell", "tests", "mutants", "graded", "killed", "survived", "broken", "score", "rules"]
+COLUMNS = ["assignment", "cell", "tests", "mutants", "graded", "killed", "seen", "survived", "broken", "score", "rules",
+           "rules_seen"]  # seen: killed, and failing a visible check too (blank: not measured yet)
 _SECTION = re.compile(r"^## (?P<assignment>\S+) · (?P<cell>\S+)(?P<rules> · rules)? \(\d+\)$")
 
 
@@ -295,11 +311,11 @@ class Chapter:
         row = self.rows.setdefault(score.cell, dict.fromkeys(COLUMNS, ""))
         row["assignment"], row["cell"] = self.assignment, score.cell
         if isinstance(score, CellScore):
-            row.update(tests=" ".join(score.tests), mutants=str(score.mutants),
+            row.update(tests=" ".join(score.tests), mutants=str(score.mutants), seen=str(score.seen),
                        graded=str(score.killed + len(score.survivors) + score.broken), killed=str(score.killed),
                        survived=str(len(score.survivors)), broken=str(score.broken), score=f"{score.score:.3f}")
         else:
-            row["rules"] = f"{score.killed}/{score.total}"
+            row["rules"], row["rules_seen"] = f"{score.killed}/{score.total}", f"{score.seen}/{score.total}"
         self.survivors[(score.cell, isinstance(score, RuleScore))] = list(score.survivors)
 
     def write(self, out: Path, order: list[str]) -> None:
@@ -352,11 +368,12 @@ def main(argv: list[str] | None = None) -> int:
             if not args.rules:
                 s = notebook.score(cell, args.sample)
                 chapter.update(s)
-                print(f"{assignment} {cell}: {s.killed} killed, {len(s.survivors)} survived, "
-                      f"{s.broken} broken, score {s.score:.2f}", flush=True)
+                print(f"{assignment} {cell}: {s.killed} killed ({s.seen} by a visible check), {len(s.survivors)} "
+                      f"survived, {s.broken} broken, score {s.score:.2f}", flush=True)
             r = notebook.score_rules(cell, rules.get(cell, []))
             chapter.update(r)
-            print(f"{assignment} {cell}: rule mutants {r.killed}/{r.total} killed", flush=True)
+            print(f"{assignment} {cell}: rule mutants {r.killed}/{r.total} killed, {r.seen}/{r.total} by a visible "
+                  "check" + "".join(f"\n    hidden cases only: {rule}" for rule in r.unseen), flush=True)
             chapter.write(args.out, list(notebook.answers))  # after every cell: a long run can be read as it goes
     return 0
 

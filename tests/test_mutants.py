@@ -42,6 +42,15 @@ def test_a_mutant_the_checks_cannot_see_survives(transformer, monkeypatch):
     assert rules.killed == 0 and rules.total == 1 and rules.survivors[0].startswith("survived: a rule\n")
 
 
+def test_a_mutant_killed_by_hidden_cases_only_is_told_from_one_the_student_sees(transformer):
+    """A rule the visible cases show (the mask's meaning) beside one only the hidden cases show (any leading axes:
+    the visible case is 3-D): both killed, only the first seen before handing in."""
+    rules = transformer.score_rules("sdpa_solution", [
+        ("mask: True means may attend", "masked_fill(~mask,", "masked_fill(mask,"),
+        ("any leading axes (...)", "k.transpose(-2, -1)", "k.transpose(1, 2)")])
+    assert (rules.killed, rules.seen, rules.unseen) == (2, 1, ["any leading axes (...)"])
+
+
 def test_unknown_cell_and_assignment_are_refused(transformer):
     with pytest.raises(ValueError, match="no answer cell 'nope'"):
         transformer.score("nope")
