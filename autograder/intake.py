@@ -276,6 +276,12 @@ class Collected:
     note: str | None = None
     lms: str = ""
     assignment: str = ""  # the assignment folder of an nbgrader path
+    ids: frozenset[str] = frozenset()  # a notebook's grade ids, read once: they say whose notebook it is
+
+    @property
+    def time(self) -> datetime:
+        """The LMS's time, the earliest possible when it gave none (for ordering)."""
+        return self.when or datetime.min.replace(tzinfo=timezone.utc)
 
 
 def _layout(found: list[download.Member]) -> str | None:
@@ -344,7 +350,8 @@ def _collected(entry: Entry, student: str, member: download.Member, zone: tzinfo
         when = None if entry.file == "timestamp.txt" else member.when.replace(tzinfo=zone)
     note = "marked late by Canvas" if entry.late else None
     folder = entry.when if entry.lms == "nbgrader" else ""  # nbgrader's path names the assignment
-    return Collected(student, entry.file, when, staged, note, entry.lms, folder or "")
+    ids = frozenset(grade_ids(staged)) if entry.file.lower().endswith(".ipynb") else frozenset()
+    return Collected(student, entry.file, when, staged, note, entry.lms, folder or "", ids)
 
 
 def grade_ids(path: Path) -> set[str]:
@@ -372,7 +379,7 @@ def guess_assignment(items: list[Collected], known: dict[str, set[str]]) -> str:
     votes = Counter({a: 0 for a in known})
     for item in items:
         if item.file.lower().endswith(".ipynb"):
-            ids = grade_ids(item.staged)
+            ids = item.ids
             votes.update({a: len(ids & theirs) for a, theirs in known.items()})
     best = max(votes, key=lambda a: votes[a], default=None)
     if best is None or votes[best] == 0:
@@ -444,7 +451,7 @@ def _of_assignment(items: list[Collected], assignment: str, known: dict[str, set
     wrong = {}
     for item in items:
         if known and item.file.lower().endswith(".ipynb"):
-            theirs = whose(grade_ids(item.staged), known)
+            theirs = whose(set(item.ids), known)
             if theirs not in (None, assignment):
                 wrong[item.student] = f"skipped {item.student}'s files: {names.shown(item.file)!r} is " \
                                       f"{theirs}'s notebook, not {assignment}'s (collect it with ASSIGNMENT={theirs})"
@@ -466,7 +473,7 @@ def _write(folder: Path, student: str, assignment: str, items: list[Collected],
     _plain_folder(folder)
     notes = sorted({i.note for i in items if i.note})
     latest: dict[str, Collected] = {}  # a name twice (zip_collect's attempts): the latest
-    for item in sorted(items, key=lambda i: (i.when or datetime.min.replace(tzinfo=timezone.utc), i.staged.name)):
+    for item in sorted(items, key=lambda i: (i.time, i.staged.name)):
         latest[item.file] = item
     items = list(latest.values())
     notebooks = [i for i in items if i.file.lower().endswith(".ipynb")]
@@ -512,8 +519,8 @@ def _latest(notebooks: list[Collected]) -> Collected | None:
     only when it is later)."""
     if not notebooks:
         return None
-    last = max(i.when or datetime.min.replace(tzinfo=timezone.utc) for i in notebooks)
-    tied = [i for i in notebooks if (i.when or datetime.min.replace(tzinfo=timezone.utc)) == last]
+    last = max(i.time for i in notebooks)
+    tied = [i for i in notebooks if i.time == last]
     chosen = match_notebook([i.file for i in tied]) or max(i.file for i in tied)
     return next(i for i in tied if i.file == chosen)
 
