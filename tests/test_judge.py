@@ -191,7 +191,9 @@ def test_a_part_built_on_a_wrong_earlier_part_is_judged_again_with_the_solutions
     assert results["built_on_it"].message.startswith(
         "Part 2 matches when your Part 1 is replaced by the reference: fix Part 1.\n")
     assert 0 < results["leaky"].score < 3 and "Part 3 scores more" in results["leaky"].message
-    assert "SECRET" not in results["leaky"].message and "not shown" in results["leaky"].message
+    # the line of the student's own cell is shown; what it raised (the reference's constants) is not
+    assert "SECRET (" not in results["leaky"].message and "not shown" in results["leaky"].message
+    assert "line 3 of your cell" in results["leaky"].message
     assert results["own_mistake"].score == 0 and "replaced" not in results["own_mistake"].message
     assert results["alone"].score == 0 and statuses == []
     assert len(runs) == 8  # five parts, three of them again: the rerun has the one cell more
