@@ -26,7 +26,6 @@ cell is quoted (:mod:`csvcells`); scores are numbers, never prefixed.
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
@@ -49,11 +48,10 @@ def canvas_header(assignment: str, roster_fields: list[str]) -> str:
 
 def net_scores(db_url: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """(assignment -> max score, student -> assignment -> score less late penalty) from the gradebook."""
-    from nbgrader.api import Gradebook
+    from nbgrader_run import gradebook
 
     maxima, scores = {}, {}
-    with warnings.catch_warnings(), Gradebook(db_url) as gb:
-        warnings.simplefilter("ignore")
+    with gradebook(db_url) as gb:
         for assignment in gb.assignments:
             maxima[assignment.name] = float(assignment.max_score)
             for submission in assignment.submissions:

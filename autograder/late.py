@@ -45,7 +45,6 @@ import io
 import math
 import re
 import sys
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -493,11 +492,10 @@ def _shown(deadline: Deadline) -> str:
 def gradebook_deadlines(db_url: str) -> dict[tuple[str, str], datetime]:
     """(assignment, "") -> the due date nbgrader's gradebook holds, and (assignment, student) -> the
     student's own (with an extension), read in one session."""
-    from nbgrader.api import Gradebook
+    from nbgrader_run import gradebook
 
     out = {}
-    with warnings.catch_warnings(), Gradebook(db_url) as gb:
-        warnings.simplefilter("ignore")
+    with gradebook(db_url) as gb:
         for assignment in gb.assignments:
             if assignment.duedate is not None:
                 out[(assignment.name, "")] = assignment.duedate.replace(tzinfo=timezone.utc)
@@ -575,13 +573,13 @@ def apply(results: list[dict], state: Path, db_url: str,
 def record(db_url: str, results: list[dict], notebook: str, due: dict[str, datetime]) -> None:
     """Write each result's timestamp and penalty into nbgrader's gradebook, each assignment's due date
     ``due`` (the deadlines file's), and a student's own due date as nbgrader's extension."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
+    from nbgrader_run import gradebook
 
     def naive(iso: str | None) -> datetime | None:
         return datetime.fromisoformat(iso).astimezone(timezone.utc).replace(tzinfo=None) if iso else None
 
-    with warnings.catch_warnings(), Gradebook(db_url) as gb:
-        warnings.simplefilter("ignore")
+    with gradebook(db_url) as gb:
         for assignment, when in due.items():
             try:
                 gb.find_assignment(assignment).duedate = naive(when.isoformat())

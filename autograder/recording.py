@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherev
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judging import grading_error  # noqa: E402
-from nbgrader_run import NOTEBOOK  # noqa: E402
+from nbgrader_run import NOTEBOOK, gradebook  # noqa: E402
 
 LOCK_KEY = 0x6174746E626F6F6B  # "attnbook": the PostgreSQL advisory lock of the class's grading runs
 
@@ -61,10 +60,8 @@ def record(db_url: str, results: list[dict], submitted: Path) -> None:
     "needs manual grading") and each submission gets the time of its ``timestamp.txt``, as nbgrader's
     own autograde records them (the formgrader counts a submission autograded when the two times agree).
     A submission that cannot be recorded is rolled back and gets a ``grading error`` status."""
-    from nbgrader.api import Gradebook
 
-    with warnings.catch_warnings(), Gradebook(db_url) as gb:
-        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's sessions
+    with gradebook(db_url) as gb:
         for result in results:
             student, assignment = result["student"], result["assignment"]
             try:
@@ -82,10 +79,9 @@ def record(db_url: str, results: list[dict], submitted: Path) -> None:
 
 def recorded(db_url: str) -> set[tuple[str, str]]:
     """(student, assignment) of every submission the gradebook holds, in one query."""
-    from nbgrader.api import Assignment, Gradebook, SubmittedAssignment
+    from nbgrader.api import Assignment, SubmittedAssignment
 
-    with warnings.catch_warnings(), Gradebook(db_url) as gb:
-        warnings.simplefilter("ignore")
+    with gradebook(db_url) as gb:
         return set(gb.db.query(SubmittedAssignment.student_id, Assignment.name).join(Assignment).all())
 
 

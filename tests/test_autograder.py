@@ -19,6 +19,7 @@ from pathlib import Path
 
 import exercise_harness as harness
 import pytest
+import reaper
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "autograder" / "course.py"
@@ -61,8 +62,13 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("class")
     submissions, state = base / "submissions", base / "state"
     catalogue.build_submissions(submissions, ANSWERS)
-    done = course("--state", str(state), "grade", "--jobs", "2", "--require-sandbox", str(submissions))
+    (base / "tmp").mkdir()  # the run's sandbox folders: this test's own
+    done, strays = reaper.run(
+        [sys.executable, str(COURSE), "--state", str(state), "grade", "--jobs", "2", "--require-sandbox",
+         str(submissions)], capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, "ATTNBOOK_GRADING_PART_SECONDS": "30", **TRUSTED, "TMPDIR": str(base / "tmp")})
     assert done.returncode == 0, done.stdout + done.stderr
+    (base / "strays.txt").write_text("".join(f"{line}\n" for line in strays))
     return submissions, state
 
 
@@ -103,8 +109,10 @@ def test_feedback_names_the_mistake_and_keeps_every_secret(graded):
 
 
 def test_no_process_outlives_its_submission(graded):
-    strays = subprocess.run(["pgrep", "-f", "attnbook-hostile-sleeper"], capture_output=True, text=True)
-    assert strays.stdout == ""
+    """Found as what the grading run left running (tests/reaper.py), not by name across the machine."""
+    _, state = graded
+    assert (state.parent / "strays.txt").read_text() == ""
+    assert [p.name for p in (state.parent / "tmp").rglob("*")] in ([], ["attnbook-sandboxes"])
 
 
 def test_without_bubblewrap_grading_refuses_before_touching_anything(tmp_path):

@@ -8,7 +8,10 @@ and compares every output with a full run's.
 """
 
 import doctest
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import exercise_harness as harness
@@ -119,3 +122,19 @@ def test_nbgrader_autograde_is_refused_and_export_stays_out_of_the_source_tree()
     assert Path(config.ExportPlugin.to) == ROOT / "nbgrader-grades.csv"
     ignored = (ROOT / ".gitignore").read_text().splitlines()
     assert "nbgrader-grades.csv" in ignored and "/grading-cache/" in ignored
+
+
+def test_a_new_gradebook_is_stamped_with_the_head_nbgrader_finds(tmp_path):
+    """nbgrader's own stamp runs ``alembic heads`` in a subprocess; the course reads the head from the
+    migration files instead: the same revision, in the gradebook a grading run creates."""
+    import sqlalchemy
+
+    own = subprocess.run([sys.executable, "-c", "import nbgrader.api; print(nbgrader.api.get_alembic_version())"],
+                         capture_output=True, text=True, check=True, env={**os.environ, "PATH": os.pathsep.join(
+                             [str(Path(sys.executable).parent), os.environ["PATH"]])}).stdout.strip()
+    assert nbgrader_run.alembic_head() == own
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with nbgrader_run.gradebook(url) as gb:
+        assert gb.students == []
+    with sqlalchemy.create_engine(url).connect() as db:
+        assert db.execute(sqlalchemy.text("SELECT version_num FROM alembic_version")).scalar_one() == own
