@@ -141,3 +141,22 @@ def test_the_readme_points_to_the_docs_in_the_repository():
     readme = (ROOT / "README.md").read_text()
     assert "../shared" not in readme
     assert "docs/design.md" in readme and "CONTRIBUTING.md" in readme
+
+
+def test_the_intro_counts_each_chapters_sections_and_graded_parts():
+    """intro.md's table of chapters says "N sections, M graded parts": N is the chapter's pages in _toc.yml
+    (its exercises left out), M the ``Part k`` headings of its solutions notebook."""
+    import nbformat
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    sections = {entry["file"].split("/")[1]: [s["file"] for s in entry.get("sections", [])]
+                for part in toc["parts"] for entry in part["chapters"] if entry["file"].startswith("chapters/")}
+    rows = re.findall(r"\]\(chapters/([^/]+)/index\.md\).*published: (\d+) sections, (\d+) graded parts",
+                      (ROOT / "intro.md").read_text())
+    assert sorted(chapter for chapter, _, _ in rows) == sorted(sections)
+    for chapter, n_sections, n_parts in rows:
+        assert int(n_sections) == sum(not f.endswith("/exercises") for f in sections[chapter]), chapter
+        notebook = nbformat.read(ROOT / "solutions" / chapter / "exercises.ipynb", as_version=4)
+        parts = {m for c in notebook.cells if c.cell_type == "markdown"
+                 for m in re.findall(r"^#+ Part (\d+)", c.source, re.M)}
+        assert int(n_parts) == len(parts), chapter
