@@ -18,17 +18,20 @@ Beside cosmic-ray's, each part has *rule mutants*, written by hand in
 ``autograder/mutation/rules/<assignment>.py``: ``RULES = {"<answer cell>": [(rule, old, new), ...]}``,
 one for each rule the part's statement states (each special id, each argument's non-default value,
 each axis, "whatever their state before"), each the solution cell with ``old`` (found there exactly
-once) replaced by ``new`` so that only that rule is broken. Every rule mutant must be killed
-(tests/test_mutants.py grades them all).
+once) replaced by ``new`` so that only that rule is broken. Every rule mutant must be killed, and
+*seen*: failed by a visible check, which the student runs before handing in (tests/test_mutants.py
+grades them all); ``--messages`` prints what that check tells the student.
 
     python autograder/mutants.py 02-transformer                 # every answer cell of a chapter
     python autograder/mutants.py 02-transformer --cells sdpa_solution --out /tmp/m
     python autograder/mutants.py 01-rnn-attention 02-transformer --rules   # only the rule mutants
+    python autograder/mutants.py 04-gpt-bpe --rules --messages  # and what each one's visible check says
 
 Each chapter has its own two files, so that runs of different chapters never write the same one:
 ``OUT/<assignment>.csv`` (a ``# command | machine | date`` line per run that made it, then one row per
 answer cell: its mutants, those graded -- all of them unless ``--sample N`` -- killed, survived,
-broken, the score, and ``rules``, its rule mutants killed/total) and ``OUT/<assignment>-survivors.md``
+broken, the score, and ``rules``, its rule mutants killed/total; ``seen`` and ``rules_seen``, those a
+visible check fails) and ``OUT/<assignment>-survivors.md``
 (the diff of every surviving mutant, rule mutants in a ``· rules`` section). A whole chapter's run
 rewrites them; with ``--cells`` or ``--rules`` only the rows and survivors of what was run change. The
 score of a cell is killed / (killed + survived); broken mutants are counted apart.
@@ -94,6 +97,7 @@ class RuleScore:
     seen: int = 0  # of the killed, those a visible check fails
     survivors: list[str] = field(default_factory=list)  # "survived: rule" or "broken: rule", then the diff
     unseen: list[str] = field(default_factory=list)  # the rules killed by hidden cases only
+    said: dict[str, str] = field(default_factory=dict)  # rule -> what its visible check tells the student
 
 
 def mutants(source: str) -> Iterator[tuple[str, str]]:
@@ -140,6 +144,20 @@ def _grade(namespace: dict, calls: list[judge.TestCall], points: float) -> float
             return 0.0
 
 
+def _visible_failure(namespace: dict, calls: list[judge.TestCall], points: float) -> str | None:
+    """What a test cell's visible calls tell the student about the objects in ``namespace``: None when they
+    pass, else the failure's words (a check that breaks on what it was given says so)."""
+    visible = [c for c in calls if c.points is None]
+    with quietly():
+        try:
+            score, words = judge.score_test_cell(visible, namespace, points)
+        except TimeoutError:
+            return "over the time limit"
+        except Exception as err:
+            return f"the check could not handle what it returned ({type(err).__name__})"
+    return None if score >= points else words
+
+
 class Notebook:
     """A solution notebook run once; its answer cells, the locked cells after each, and its test cells.
 
@@ -178,7 +196,7 @@ class Notebook:
     def grade(self, cell: str, code: str) -> str:
         """``"killed"``, ``"broken"`` or ``"survived"``: ``code`` in place of the answer cell ``cell``,
         graded as a student's answer by the cell's test cells; ``"seen"`` for one killed that a visible check,
-        which the student runs before handing in, already fails."""
+        which the student runs before handing in, already fails (what it says is then in ``self.said``)."""
         namespace = dict(self.namespace)  # earlier parts' objects keep the unmutated globals
         try:
             with _clock(SECONDS):
@@ -196,11 +214,15 @@ class Notebook:
             full = False
         if full:
             return "survived"
+        self.said = "over the time limit"
         try:
             with _clock(SECONDS):
-                visible = [([c for c in calls if c.points is None], points) for calls, points in
-                           (self.tests[t] for t in tests)]
-                return "seen" if any(_grade(namespace, *test) < test[1] for test in visible) else "killed"
+                for test in tests:
+                    said = _visible_failure(namespace, *self.tests[test])
+                    if said is not None:
+                        self.said = said
+                        return "seen"
+                return "killed"
         except TimeoutError:
             return "seen"
 
@@ -248,6 +270,8 @@ class Notebook:
                 result.killed += 1
                 result.seen += outcome == "seen"
                 result.unseen += [rule] if outcome == "killed" else []
+                if outcome == "seen":
+                    result.said[rule] = self.said
             else:
                 result.survivors.append(f"{outcome}: {rule}\n" + _diff(self.answers[cell], code))
         return result
@@ -351,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, help="grade at most this many mutants of a cell, evenly spaced")
     parser.add_argument("--rules", action="store_true",
                         help="grade only the rule mutants (autograder/mutation/rules/), not cosmic-ray's")
+    parser.add_argument("--messages", action="store_true",
+                        help="print, for each rule mutant, what its visible check tells the student")
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     torch.set_num_threads(1)
     command = ["python", "autograder/mutants.py", *(argv if argv is not None else sys.argv[1:])]
@@ -374,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             chapter.update(r)
             print(f"{assignment} {cell}: rule mutants {r.killed}/{r.total} killed, {r.seen}/{r.total} by a visible "
                   "check" + "".join(f"\n    hidden cases only: {rule}" for rule in r.unseen), flush=True)
+            for rule, said in r.said.items() if args.messages else ():
+                print(f"    {rule}: {said}", flush=True)
             chapter.write(args.out, list(notebook.answers))  # after every cell: a long run can be read as it goes
     return 0
 
