@@ -295,9 +295,9 @@ def test_the_checks_work_in_a_students_kernel_without_the_hidden_cases(wheel, tm
     run = subprocess.run([sys.executable, "-c", STUDENT], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == [
-        "The visible check passed.",
+        "All 2 visible checks passed.",
         "Graded on the visible cases only: the hidden cases are the instructor's, not here.",  # once
-        "The check passed.",
-        "The check passed.",
+        "All 2 checks passed.",
+        "All 2 checks passed.",
         "2.0 2.0",
     ]

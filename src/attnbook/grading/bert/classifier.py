@@ -61,7 +61,10 @@ def _variants(ref: Reference, h: torch.Tensor) -> list[tuple[str, Callable[[], t
     ]
 
 
-VISIBLE = (Case("two labels", _case(1, 3, 5, 8, 2)),)
+VISIBLE = (
+    Case("two labels", _case(1, 3, 5, 8, 2)),
+    Case("built without a dropout rate (training mode)", _case(2, 3, 4, 8, 8, train=True)),
+)
 
 
 def _check(cls: Callable) -> Callable:
@@ -84,7 +87,8 @@ def _check(cls: Callable) -> Callable:
             raise first_match(out, _variants(ref, h), "the logits differ from "
                               "classifier(dropout(tanh(pooler(hidden_states[:, 0]))))")
         if train:
-            require_default_dropout(module, (h,), expected, seed, "ClsClassifier", ref.classifier.bias.detach())
+            require_default_dropout(module, (h,), expected, seed, "ClsClassifier", ref.classifier.bias.detach(),
+                                    place="on the pooled vector, before the classifier")
 
     return check_one
 

@@ -101,7 +101,11 @@ def _check(fn: Callable) -> Callable:
 
 CHECK = Part(
     name="check_freeze_all_but_top",
-    visible=(Case("three layers, k = 1", _case("BertForSequenceClassification", 3, 1)),),
+    visible=(
+        Case("three layers, k = 1", _case("BertForSequenceClassification", 3, 1)),
+        Case("a model frozen before the call: whatever their state before",
+             _case("BertForSequenceClassification", 2, 1, frozen=True)),
+    ),
     check=_check,
     forbidden=("attnbook.bert.freezing.freeze_all_but_top",),
 )

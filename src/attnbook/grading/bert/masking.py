@@ -10,8 +10,8 @@ breaks with probability below ``1e-8``, whatever way it draws. The grader
 seeds every draw, so a grade never changes between runs.
 
 >>> ids, special, vocab, mask_id, p, seed, mode = CHECK.visible[0].make()
->>> ids.numel() >= 100_000, p, mode
-(True, 0.15, '')
+>>> ids.numel() >= 100_000, p, mode  # p None: mlm_probability left out
+(True, None, '')
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ def _call(fn: Callable, ids: torch.Tensor, special: list[int], vocab: int, mask_
     return inputs.long(), labels.long()
 
 
-def _check_rules(ids: torch.Tensor, special: list[int], inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def _check_rules(ids: torch.Tensor, special: list[int], inputs: torch.Tensor, labels: torch.Tensor,
+                 mask_id: int | None = None) -> torch.Tensor:
     """The exact rules; returns the chosen positions (B, T)."""
     is_special = torch.isin(ids, torch.tensor(special))
     chosen = labels != IGNORE
@@ -89,6 +90,10 @@ def _check_rules(ids: torch.Tensor, special: list[int], inputs: torch.Tensor, la
         raise CheckFailed("tokens that were not chosen were changed: the 80/10/10 replacement applies only to the "
                           "chosen 15 %, every other token stays as it is")
     if bool(chosen[is_special].any()) or not torch.equal(inputs[is_special], ids[is_special]):
+        if mask_id is not None and bool(chosen[ids == mask_id].any()) \
+                and not bool(chosen[is_special & (ids != mask_id)].any()):
+            raise CheckFailed("a [MASK] token (mask_id) among the ids was chosen: mask_id is special too, whether "
+                              "special_ids lists it or not")
         raise CheckFailed("special tokens ([CLS], [SEP], [PAD], ...) were chosen or changed: only the "
                           "non-special tokens may be chosen for masking")
     if not torch.equal(labels[chosen], ids[chosen]):
@@ -103,11 +108,16 @@ def _check_rules(ids: torch.Tensor, special: list[int], inputs: torch.Tensor, la
     return chosen
 
 
-def _check_proportions(ids: torch.Tensor, special: list[int], vocab: int, mask_id: int, p: float,
+def _check_proportions(ids: torch.Tensor, special: list[int], vocab: int, mask_id: int, p: float | None,
                        inputs: torch.Tensor, chosen: torch.Tensor
                        ) -> None:
+    """``p=None``: the call left ``mlm_probability`` out, and the share chosen must be its default, 0.15."""
     n_ordinary = int((~torch.isin(ids, torch.tensor(special))).sum())
     n_chosen = int(chosen.sum())
+    if p is None and not _within(n_chosen, n_ordinary, DEFAULT_P):
+        raise CheckFailed(f"mlm_probability left out, the share of non-special tokens chosen is "
+                          f"{n_chosen / n_ordinary:.3f}: mlm_probability defaults to {DEFAULT_P}")
+    p = DEFAULT_P if p is None else p
     if not _within(n_chosen, n_ordinary, p):
         raise CheckFailed(f"the share of non-special tokens chosen is {n_chosen / n_ordinary:.3f}, not "
                           "mlm_probability: choose each non-special token with probability mlm_probability")
@@ -136,9 +146,9 @@ def _check(fn: Callable) -> Callable:
     def check_one(ids, special, vocab, mask_id, p, seed, mode):
         inputs, labels = _call(fn, ids, special, vocab, mask_id, p, seed)
         stated = sorted(set(special) | {mask_id})  # mask_id is special, in special_ids or not
-        chosen = _check_rules(ids, stated, inputs, labels)
+        chosen = _check_rules(ids, stated, inputs, labels, mask_id)
         if mode in ("", "strided"):
-            _check_proportions(ids, stated, vocab, mask_id, DEFAULT_P if p is None else p, inputs, chosen)
+            _check_proportions(ids, stated, vocab, mask_id, p, inputs, chosen)
         elif mode == "repeat":
             again = _call(fn, ids, special, vocab, mask_id, p, seed)
             if not (torch.equal(again[0], inputs) and torch.equal(again[1], labels)):
@@ -154,7 +164,13 @@ def _check(fn: Callable) -> Callable:
 SPECIAL = (0, 2, 3, 1, 4)  # [PAD] [CLS] [SEP] [UNK] [MASK]
 CHECK = Part(
     name="check_mask_tokens",
-    visible=(Case("15 % chosen, 80/10/10", _case(1, 400, 500, 60, SPECIAL, 4)),),
+    visible=(
+        Case("mlm_probability left out: 15 % chosen, 80/10/10",
+             _case(1, 400, 500, 60, SPECIAL, 4, p=None, masked_share=0.02)),
+        Case("mlm_probability 0.4, [MASK] not in special_ids, [MASK] among the ids",
+             _case(2, 100, 200, 40, (0, 2, 3, 1), 4, p=0.4, masked_share=0.02)),
+        Case("a seeded generator repeats the draw", _case(3, 4, 32, 30, SPECIAL, 4, mode="repeat")),
+    ),
     check=_check,
     forbidden=("attnbook.bert.masking.mask_tokens",),
 )

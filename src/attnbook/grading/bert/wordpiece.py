@@ -80,6 +80,9 @@ def _check(fn: Callable) -> Callable:
             want = WP.encode_word(word, vocab, unk)
             if result == want:
                 continue
+            if want == [unk] and unk != "[UNK]" and result == ["[UNK]"]:
+                raise CheckFailed("an unknown word should give [unk_token], the unk_token passed in, not always "
+                                  "'[UNK]'")
             spelled = "".join(p.removeprefix("##") for p in result) == word and all(p in vocab for p in result)
             fallback = ("WordPiece is greedy: it takes the longest piece and never goes back to try a shorter one, "
                         "so a word that greedy matching cannot finish is [UNK]" if want == [unk] and spelled else
@@ -93,7 +96,10 @@ def _check(fn: Callable) -> Callable:
 
 CHECK = Part(
     name="check_wordpiece_encode",
-    visible=(Case("longest match first", _case(["unaffable", "playing", "a", "plays"])),),
+    visible=(
+        Case("longest match first", _case(["unaffable", "playing", "a", "plays"])),
+        Case("unknown words, unk_token '<oov>'", _case(["unsafe", "zebra", "plays"], unk="<oov>")),
+    ),
     check=_check,
     forbidden=("attnbook.tokenizers.wordpiece.encode_word", "attnbook.tokenizers.wordpiece.WordPieceTokenizer")
     + available(("tokenizers.Tokenizer", "tokenizers.models.WordPiece")),
