@@ -105,18 +105,37 @@ def _overlapping_merge(ids, pair, idx):  # takes overlapping occurrences in `aaa
     return out
 
 
+def _right_to_left_merge(ids, pair, idx):  # `aaa` -> `aZ`
+    return list(reversed(_common.TOK.pairs.merge(list(reversed(ids)), pair[::-1], idx)))
+
+
 def _text_merge(ids, pair, idx):  # the digits of the pair also match inside longer ids
     text = " ".join(map(str, ids)).replace(f"{pair[0]} {pair[1]}", str(idx))
     return [int(i) for i in text.split()]
 
 
+def _padded_text_merge(ids, pair, idx):  # misses an occurrence right after another one
+    text = " " + " ".join(map(str, ids)) + " "
+    return [int(i) for i in text.replace(f" {pair[0]} {pair[1]} ", f" {idx} ").split()]
+
+
+@pytest.mark.parametrize("merge, mistake", [
+    (_overlapping_merge, "overlapping occurrences were merged"),
+    (_right_to_left_merge, "occurrences were taken from the right"),
+])
+def test_the_statements_aaa_is_a_visible_case(merge, mistake):
+    """The statement's `merge([97, 97, 97], (97, 97), 256)`: its wrong twins fail before handing in."""
+    with pytest.raises(CheckFailed, match=mistake):
+        checks.check_pairs(pairs._count_pairs, merge)
+
+
 @pytest.mark.parametrize("merge, group, mistake, score", [
-    (_overlapping_merge, "merge, runs of one token", "overlapping occurrences were merged", 1.67),
-    (_text_merge, "merge, ids as text", "merge treated the ids as text", 1.83),
+    (_text_merge, "merge, ids as text", "merge treated the ids as text", 1.84),
+    (_padded_text_merge, "merge, runs of one token", "merge replaced the pair with str.replace on joined ids", 1.6),
 ])
 def test_merges_that_only_the_hidden_cases_catch(merge, group, mistake, score, capsys):
     checks.check_pairs(pairs._count_pairs, merge)
-    assert capsys.readouterr().out == "All 4 visible checks passed.\n"
+    assert capsys.readouterr().out == "All 5 visible checks passed.\n"
     assert checks.check_pairs(pairs._count_pairs, merge, points=2) == pytest.approx(score, abs=0.01)
     assert f"- {group}: {mistake}" in capsys.readouterr().out
 
@@ -223,9 +242,24 @@ def test_training_that_never_stops_is_told_to_stop_early():
     source = (CHAPTER["gpt_alternative_answers"]["cells"]["pairs_solution"] + "\n\n"
               + CHAPTER["gpt_edge_mistakes"]["cells"]["train_solution"])
     train_bpe = _ns(source)["train_bpe"]
-    assert checks.check_train_bpe(train_bpe) is None  # the visible cases never run out of pairs
+    with pytest.raises(CheckFailed, match="stop early"):  # the statement's `abab`, a visible case
+        checks.check_train_bpe(train_bpe)
     with pytest.raises(CheckFailed, match="stop early"):
         training._check(train_bpe)("aaaa", 266)
+
+
+def test_the_statements_examples_are_visible_cases():
+    """Each example of Parts 2 and 3 is a visible case, and tells the rule from its wrong twins."""
+    made = [case.make() for case in codec.VISIBLE]
+    assert {("encode", "aabcab"), ("encode", "dé")} <= {(args[0], args[1]) for args in made if args[0] == "encode"}
+    assert ("decode", [256, 169, 32, 240, 159], {(100, 195): 256}) in made
+    text, merges = "aabcab", {(99, 97): 256, (97, 98): 257, (97, 97): 258}
+    by = {how: codec._encode_variant(text, merges, how) for how in ("count", "first", "highest", "count_all")}
+    assert _common.TOK.bpe.encode_chunk(list(text.encode()), merges) == [97, 257, 256, 98]
+    assert by["count"] == by["count_all"] == [97, 257, 99, 257] and by["first"] == [258, 98, 256, 98]
+    assert by["highest"] not in ([97, 257, 256, 98], by["count"], by["first"])
+    assert codec._encode_variant("dé", {(100, 195): 256}, "ord") == [100, 233]
+    assert {case.make() for case in training.VISIBLE} >= {("é é", 257), ("abab", 261)}
 
 
 # ------------------------------------------------------------------ the edges where real mistakes live

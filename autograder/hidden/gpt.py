@@ -57,7 +57,7 @@ HIDDEN = {
         Case("get_stats, edges", pairs._stats(lambda: [5])),
         Case("get_stats, edges", pairs._stats(lambda: [])),
         Case("get_stats", pairs._stats(pairs._runs_case(402, 30, 5, False))),
-        Case("merge, runs of one token", pairs._merge([97, 97, 97], (97, 97), 256)),
+        Case("merge, runs of one token", pairs._merge([4, 4, 4, 2, 4, 4, 4], (4, 4), 9)),  # the visible `aaa`, twice
         Case("merge, runs of one token", pairs._merge([97, 97, 97, 97, 97, 98], (97, 97), 256)),
         Case("merge, runs of one token", pairs._merge_case(pairs._runs_case(401, 20, 4, True)), weight=2.0),
         Case("merge, edges", pairs._merge([3, 1, 2], (1, 2), 9)),

@@ -10,6 +10,14 @@ RULES = {
          "zip(ids, ids[1:])", "zip(ids[::2], ids[1::2])"),
         ("merge: left to right without overlap, aaa -> Za",
          "i += 2  # jump over both tokens of the pair", "i += 1"),
+        ("merge: occurrences taken from the left, aaa -> Za, not aZ",
+         "    out = []\n    i = 0\n    while i < len(ids):\n"
+         "        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:\n"
+         "            out.append(idx)\n            i += 2  # jump over both tokens of the pair\n"
+         "        else:\n            out.append(ids[i])\n            i += 1\n    return out\n",
+         "    out = []\n    i = len(ids) - 1\n    while i >= 0:  # from the right\n"
+         "        if i >= 1 and (ids[i - 1], ids[i]) == pair:\n            out.append(idx)\n            i -= 2\n"
+         "        else:\n            out.append(ids[i])\n            i -= 1\n    return out[::-1]\n"),
         ("merge: each occurrence becomes idx, whatever idx is",
          "out.append(idx)", "out.append(256)"),
         ("merge: a new list, ids left unchanged",
@@ -35,6 +43,8 @@ RULES = {
         ("encode: merges by rank, the lowest id first",
          "min(stats, key=lambda p: merges.get(p, math.inf))",
          "max(stats, key=lambda p: merges.get(p, -math.inf))"),
+        ("encode: the position of a pair in this text plays no part (not the leftmost pair first)",
+         "min(stats, key=lambda p: merges.get(p, math.inf))", "next((p for p in stats if p in merges), None)"),
         ("encode: the count of a pair in this text plays no part",
          "min(stats, key=lambda p: merges.get(p, math.inf))",
          "min(stats, key=lambda p: (-stats[p], merges.get(p, math.inf)))"),

@@ -13,19 +13,16 @@ takes overlapping pairs in ``aaa`` or works on joined strings, merges applied
 in the wrong order, targets that are not shifted, a temperature applied after
 the softmax, a generator ignored, ...).
 
->>> def merge(ids, pair, idx):  # takes overlapping occurrences in `aaa` too
-...     starts = [i for i in range(len(ids) - 1) if (ids[i], ids[i + 1]) == pair]
-...     out = list(ids)
-...     for i in reversed(starts):
-...         out[i:i + 2] = [idx]
-...     return out
+>>> def merge(ids, pair, idx):  # misses an occurrence right after another one (`a b a b`)
+...     text = " " + " ".join(map(str, ids)) + " "
+...     return [int(i) for i in text.replace(f" {pair[0]} {pair[1]} ", f" {idx} ").split()]
 >>> def get_stats(ids):
 ...     counts = {}
 ...     for pair in zip(ids, ids[1:]):
 ...         counts[pair] = counts.get(pair, 0) + 1
 ...     return counts
->>> check_pairs(get_stats, merge)  # the visible cases have no runs such as `aaa`: the hidden ones do
-All 4 visible checks passed.
+>>> check_pairs(get_stats, merge)  # no visible case has two occurrences back to back: hidden ones do
+All 5 visible checks passed.
 """
 
 from ..fixtures import perplexity_test_model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 
@@ -48,7 +49,11 @@ def _encode_variant(text: str, merges: dict[Pair, int], how: str) -> list[int] |
         known = [p for p in stats if p in merges]
         if not known:
             break
-        if how == "highest":
+        if how == "count_all":  # the most frequent pair of all, merged if it has a merge, else the end
+            pair = min(stats, key=lambda p: (-stats[p], merges.get(p, math.inf)))
+            if pair not in merges:
+                break
+        elif how == "highest":
             pair = max(known, key=merges.__getitem__)
         elif how == "count":  # the most frequent pair of the text, ties to the earliest merge
             pair = min(known, key=lambda p: (-stats[p], merges[p]))
@@ -63,14 +68,17 @@ def _encode_variant(text: str, merges: dict[Pair, int], how: str) -> list[int] |
 _TEXT = ("the ids were merged as text: in a string of joined ids the digits of a pair also match inside longer ids "
          "(`1 2` inside `11 2`); merge lists of ids, not strings")
 ENCODE_MISTAKES = [
+    # highest before reversed: on the statement's `aabcab` both give the same ids
+    ("highest", "the merges were applied in the wrong order: among the pairs present, merge the one with the "
+                "lowest id (learned earliest) first, not the highest"),
     ("reversed", "the merges were applied in the wrong order: apply them by rank, the earliest learned (lowest "
                  "id) first, because later merges are built from earlier ones"),
     ("count", "the pair to merge was chosen by its count in this text; choose by rank instead: the pair whose "
               "merge was learned earliest (lowest id)"),
     ("count_first", "the pair to merge was chosen by its count in this text; choose by rank instead: the pair "
                     "whose merge was learned earliest (lowest id)"),
-    ("highest", "the merges were applied in the wrong order: among the pairs present, merge the one with the "
-                "lowest id (learned earliest) first, not the highest"),
+    ("count_all", "the pair to merge was chosen by its count in this text; choose by rank instead: among the "
+                  "pairs that have a merge, the one learned earliest (lowest id)"),
     ("first", "the pair to merge was chosen by its place in the text (leftmost first); choose by rank instead: "
               "the pair whose merge was learned earliest (lowest id)"),
     ("by_pair", "the merges were applied sorted by their pairs; apply them by rank, the lowest id first"),
@@ -98,10 +106,18 @@ def _decode(text: str, corpus: str, vocab_size: int, cut: int = 0) -> Callable[[
 
 
 _ROUND = "the rat sat on the cat's hat"
-VISIBLE = (
+_SPLIT = {(100, 195): 256}  # d and the first of the two bytes of é (195, 169): é is split over two tokens
+VISIBLE = (  # the statement's examples, then a round trip
     Case("encode", lambda: ("encode", "aaabdaaabac", _merges("aaabdaaabac", N_BYTES + 3))),
+    # by rank ca, then ab: [97, 257, 256, 98]; by count ab first, leftmost aa first, highest id aa first
+    Case("encode: merges applied by rank", lambda: ("encode", "aabcab", {(99, 97): 256, (97, 98): 257,
+                                                                        (97, 97): 258})),
+    Case("encode: non-ASCII text", lambda: ("encode", "dé", dict(_SPLIT))),  # [256, 169], not from ord()
     Case("encode", _encode(_ROUND, CORPUS, N_BYTES + 20)),
     Case("decode", _decode(_ROUND, CORPUS, N_BYTES + 20)),
+    # 'dé \ufffd': é spans two tokens, and 240, 159 begin the four bytes of 🙂 and stop there
+    Case("decode: non-ASCII text, a character cut in two", lambda: ("decode", [256, 169, 32, 240, 159],
+                                                                     dict(_SPLIT))),
 )
 
 
@@ -116,8 +132,9 @@ def _diagnose_decode(got: str, ids: list[int], merges: dict[Pair, int]) -> str:
          joined.decode("utf-8", errors="ignore")),
         ("each token was decoded on its own: a character can span two tokens; join the bytes of all tokens "
          "first, then decode UTF-8 once", "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)),
-        ("the bytes became text with chr() of each byte; join them and decode them as UTF-8: "
-         "b''.join(...).decode('utf-8', errors='replace')", "".join(chr(b) for b in joined)),
+        ("an id below 256 is one byte, bytes([i]), not the character chr(i): join the bytes of all tokens and "
+         "decode them as UTF-8 once, b''.join(...).decode('utf-8', errors='replace')",
+         "".join(chr(b) for b in joined)),
         ("the bytes of a merged token are its pair's bytes in order: vocab[idx] = vocab[a] + vocab[b]",
          b"".join(swapped[i] for i in ids).decode("utf-8", errors="replace")),
     ]

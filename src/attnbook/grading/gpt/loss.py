@@ -34,7 +34,11 @@ def _case(seed: int, B: int, T: int, V: int, dtype: torch.dtype = torch.float32,
     return make
 
 
-VISIBLE = (Case("shapes and values", _case(0, 2, 5, 7)),)
+VISIBLE = (
+    Case("shapes and values", _case(0, 2, 5, 7)),
+    Case("the gradient reaches the logits", _case(1, 2, 4, 5, grad=True)),
+    Case("float64 logits", _case(2, 2, 3, 4, torch.float64)),
+)
 
 
 def _variants(logits: torch.Tensor, ids: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
@@ -48,8 +52,16 @@ def _variants(logits: torch.Tensor, ids: torch.Tensor) -> list[tuple[str, torch.
          "logits[:, :-1] with ids[:, 1:]", F.cross_entropy(x[:, 1:].reshape(-1, V), ids[:, :-1].reshape(-1))),
         ("the last position has nothing to predict: drop it (logits[:, :-1]) instead of wrapping around to the "
          "first token", F.cross_entropy(x.reshape(-1, V), ids.roll(-1, dims=1).reshape(-1))),
+        ("the logits lost their first position: the prediction at t is made by logits[:, t], so drop the last "
+         "position of the logits (logits[:, :-1]), the one that nothing follows",
+         F.cross_entropy(x[:, 1:].reshape(-1, V), target)),
+        ("the targets lost their last position: the token each prediction is scored against comes next, "
+         "ids[:, 1:], so drop the first position of the ids (nothing predicts it)",
+         F.cross_entropy(pred, ids[:, :-1].reshape(-1))),
         ("the loss is summed; take the mean over the B * (T - 1) predictions",
          F.cross_entropy(pred, target, reduction="sum")),
+        ("the loss is summed over the positions and averaged over the batch only; take the mean over all "
+         "B * (T - 1) predictions", F.cross_entropy(pred, target, reduction="sum") / logits.shape[0]),
         ("a softmax was applied before F.cross_entropy, which applies log-softmax itself: pass the raw logits",
          F.cross_entropy(torch.softmax(pred, -1), target)),
         ("F.nll_loss expects log-probabilities: use F.cross_entropy on the logits, or log_softmax first",

@@ -33,7 +33,10 @@ def _case(seed: int, n_tokens: int, block_size: int = 8, vocab_size: int = 12, *
     return make
 
 
-VISIBLE = (Case("a stream of whole windows", _case(21, 8 * 5 + 1)),)
+VISIBLE = (
+    Case("a stream of whole windows", _case(21, 8 * 5 + 1)),
+    Case("a last, shorter window", _case(22, 8 * 2 + 5)),  # windows of 8, 8 and 4 predictions
+)
 
 
 @torch.no_grad()

@@ -49,7 +49,12 @@ VISIBLE = (
     Case("temperature 1", _case(11, 2, 8, 1.0, None)),
     Case("temperature 0.5", _case(12, 1, 8, 0.5, None)),
     Case("top-k", _case(13, 2, 10, 1.0, 3)),
+    Case("top_k >= vocabulary keeps every token", _case(14, 1, 5, 1.0, 7)),
+    Case("a seeded generator repeats the draw", _case(15, 1, 6, 1.0, None, "repeat")),
+    Case("the defaults: temperature 1, every token", _case(16, 2, 6, 1.0, None, "defaults")),
 )
+EVERY_TOKEN = ("top_k >= vocabulary keeps every token: with a top_k of V or more, draw from all V tokens, as "
+               "top_k=None does")
 
 
 def probs(logits: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
@@ -115,7 +120,12 @@ def _draw(fn: Callable, logits: torch.Tensor, temperature: float, top_k: int | N
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(global_seed)
         args = () if defaults else (temperature, top_k, torch.Generator().manual_seed(seed))
-        result = run_student(fn, logits, *args, what="sample_next")
+        try:
+            result = run_student(fn, logits, *args, what="sample_next")
+        except CheckFailed as err:
+            if top_k is not None and top_k >= logits.shape[-1] and str(err).startswith("sample_next raised"):
+                raise CheckFailed(f"{err} ({EVERY_TOKEN})") from None
+            raise
     require_unchanged(before, logits, message="sample_next changed the logits in place (for example with div_); "
                                               "compute on new tensors")
     ids = require_tensor(result, "the result of sample_next")

@@ -40,6 +40,8 @@ def _train_variant(text: str, vocab_size: int, *, ids: list[int] | None = None, 
 VISIBLE = (
     Case("the worked example", lambda: ("aaabdaaabac", N_BYTES + 3)),
     Case("a short text", lambda: (CORPUS, N_BYTES + 12)),
+    Case("non-ASCII text (UTF-8 bytes)", lambda: ("é é", N_BYTES + 1)),  # é is the two bytes 195, 169
+    Case("stops when no pair is left", lambda: ("abab", N_BYTES + 5)),  # one token after two merges
 )
 VISIBLE_ARGS = [case.make() for case in VISIBLE]  # where a message may name the pairs
 
