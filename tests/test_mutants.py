@@ -43,12 +43,13 @@ def test_a_mutant_the_checks_cannot_see_survives(transformer, monkeypatch):
 
 
 def test_a_mutant_killed_by_hidden_cases_only_is_told_from_one_the_student_sees(transformer):
-    """A rule the visible cases show (the mask's meaning) beside one only the hidden cases show (any leading axes:
-    the visible case is 3-D): both killed, only the first seen before handing in."""
+    """A rule the visible cases show (the mask's meaning) beside one only the hidden cases show (an axis of size
+    one: no visible case has one, so a squeeze() goes unseen): both killed, only the first seen before handing in."""
     rules = transformer.score_rules("sdpa_solution", [
         ("mask: True means may attend", "masked_fill(~mask,", "masked_fill(mask,"),
-        ("any leading axes (...)", "k.transpose(-2, -1)", "k.transpose(1, 2)")])
-    assert (rules.killed, rules.seen, rules.unseen) == (2, 1, ["any leading axes (...)"])
+        ("keep every axis of size one", "return weights @ v, weights", "return (weights @ v).squeeze(), weights")])
+    assert (rules.killed, rules.seen, rules.unseen) == (2, 1, ["keep every axis of size one"])
+    assert list(rules.said) == ["mask: True means may attend"] and rules.said["mask: True means may attend"]
 
 
 def test_unknown_cell_and_assignment_are_refused(transformer):
@@ -104,18 +105,23 @@ def test_the_committed_scores_cover_every_answer_cell(assignment):
         ruled = mutants.load_rules(assignment)
         assert set(ruled) <= cells, sorted(set(ruled) - cells)
         for cell in ruled:
-            assert rows[cell]["rules"] == f"{len(ruled[cell])}/{len(ruled[cell])}", (cell, rows[cell]["rules"])
+            every = f"{len(ruled[cell])}/{len(ruled[cell])}"
+            assert (rows[cell]["rules"], rows[cell]["rules_seen"]) == (every, every), (cell, rows[cell])
 
 
 @pytest.mark.parametrize("assignment", RULED)
-def test_every_rule_mutant_is_killed(assignment):
+def test_every_rule_mutant_fails_a_visible_check(assignment):
     """Each hand-written mutant of autograder/mutation/rules/<assignment>.py breaks a rule the part's
-    statement states; the part's checks, hidden cases included, must give it less than full marks."""
+    statement states; the part's checks must give it less than full marks, and its visible cases must
+    already fail it, so that the student learns of the broken rule before handing in."""
     notebook = mutants.Notebook(assignment)
-    survivors = []
+    survivors, unseen = [], []
     for cell, rules in mutants.load_rules(assignment).items():
-        survivors += notebook.score_rules(cell, rules).survivors
+        score = notebook.score_rules(cell, rules)
+        survivors += score.survivors
+        unseen += [f"{cell}: {rule}" for rule in score.unseen]
     assert survivors == [], "\n\n".join(survivors)
+    assert unseen == [], "killed by hidden cases only (each needs a visible case):\n" + "\n".join(unseen)
 
 
 def test_the_clock_rings_again_for_a_check_that_swallowed_it():

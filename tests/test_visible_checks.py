@@ -72,7 +72,7 @@ def one_second(monkeypatch):
 def test_a_correct_answer_passes(cell, capsys):
     check_sdpa(cell(CORRECT))
     out = capsys.readouterr().out
-    assert out == "The visible check passed.\n"
+    assert out == f"All {len(check_sdpa.visible)} visible checks passed.\n"
 
 
 @pytest.mark.usefixtures("one_second")

@@ -7,6 +7,7 @@ and compares ``scores(query, keys, mask)`` with the reference's.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 
@@ -31,6 +32,7 @@ from ._common import (
 )
 
 WHAT = "AdditiveAttention"
+NO_MASK = "mask may be None (no padding): then no score is masked"  # a failure on mask=None gets this
 
 
 def _case(seed, B, S, sizes, *, masked=False, lengths=None, all_padded=False, noncontiguous=False,
@@ -83,10 +85,11 @@ def _check(cls: Callable) -> Callable:
         ref = randomize(ATT.AdditiveAttention(*sizes), seed).to(s.dtype)
         load_reference_parameters(module, ref, WHAT)
         args = (s.clone(), z.clone()) + (() if mask is None else (mask.clone(),))
+        no_mask = hinted("NoneType", NO_MASK) if mask is None else contextlib.nullcontext()
         with torch.no_grad():
-            with hinted("must match the size of tensor",  # (B, A) + (B, S, A) without a key axis
-                        "W s is (B, A) and U z is (B, S, A): give W s the shape (B, 1, A) (unsqueeze(1)) "
-                        "so that it broadcasts over the keys"):
+            with no_mask, hinted("must match the size of tensor",  # (B, A) + (B, S, A) without a key axis
+                                 "W s is (B, A) and U z is (B, S, A): give W s the shape (B, 1, A) "
+                                 "(unsqueeze(1)) so that it broadcasts over the keys"):
                 result = run_method(module, "scores", *args, what=f"{WHAT}.scores")
             e = require_tensor(result, f"the result of {WHAT}.scores")
             expected = ref.scores(s, z, mask)
@@ -109,7 +112,11 @@ def _check(cls: Callable) -> Callable:
 
 check_additive_scores = Part(
     name="check_additive_scores",
-    visible=(Case("padding mask", _case(1, 2, 4, (3, 5, 6), masked=True, lengths=(4, 2))),),
+    visible=(
+        Case("padding mask", _case(1, 2, 4, (3, 5, 6), masked=True, lengths=(4, 2))),
+        Case("no mask (mask=None)", _case(2, 2, 3, (3, 4, 5))),
+        Case("float64 inputs", _case(3, 2, 3, (2, 3, 4), masked=True, lengths=(3, 1), dtype=torch.float64)),
+    ),
     check=_check,
     forbidden=FORBIDDEN_SCORES,
 )

@@ -98,7 +98,10 @@ def _check(fn: Callable) -> Callable:
 
 check_sample_hard_attention = Part(
     name="check_sample_hard_attention",
-    visible=(Case("two rows, one padded", _case(6, 2, 4, 3, 2000, masked=True)),),
+    visible=(
+        Case("two rows, one padded", _case(6, 2, 4, 3, 2000, masked=True)),
+        Case("the generator it is given", _case(8, 2, 5, 2, 400, reseeded=True)),
+    ),
     check=_check,
     forbidden=FORBIDDEN_HARD,
 )

@@ -154,7 +154,10 @@ def _check(fn: Callable) -> Callable:
 
 check_score_function_gradient = Part(
     name="check_score_function_gradient",
-    visible=(Case("five samples", _case(7, 2, 4, 3, 5, 1500, masked=True)),),
+    visible=(
+        Case("five samples", _case(7, 2, 4, 3, 5, 1500, masked=True)),
+        Case("the generator it is given", _case(9, 3, 5, 2, 3, 500, masked=True, reseeded=True)),
+    ),
     check=_check,
     forbidden=FORBIDDEN_HARD,
 )

@@ -66,6 +66,8 @@ def _check(fn: Callable) -> Callable:
             raise CheckFailed(f"for {scores.dtype} inputs the results should be {scores.dtype} too")
         if not close(w, expected_w):
             raise CheckFailed(_weights_diagnosis(w, scores))
+        if bool((w.detach()[torch.isneginf(scores)] != 0).any()):  # close, yet a tiny weight (a clamped score)
+            raise CheckFailed("a key with a score of -inf (padding) must get weight exactly 0, exp(-inf) = 0")
         if close(context, expected_c):
             return
         if close(context, values.mean(dim=1)):

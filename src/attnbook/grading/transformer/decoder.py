@@ -22,6 +22,11 @@ _FROM_MEMORY = ("cross-attention must take its keys and values from the encoder 
                 "queries from the decoder")
 
 
+def _causal(x: torch.Tensor) -> torch.Tensor:
+    """The (T, T) causal mask of the target ``x`` (B, T, d_model)."""
+    return torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+
+
 def _variants(ref, x, memory, tgt_mask, memory_mask):
     """(message, compute) for the mistakes students make in the decoder block."""
     norms = (ref.norm1, ref.norm2, ref.norm3)
@@ -39,6 +44,8 @@ def _variants(ref, x, memory, tgt_mask, memory_mask):
          post(lambda h: ref.self_attn(h, mask=tgt_mask)[0], ca)),
         ("tgt_mask is ignored: combine the target padding mask with the causal mask, tgt_mask & causal_mask(T)",
          post(lambda h: ref.self_attn(h, is_causal=True)[0], ca)),
+        ("a key must be allowed by both masks, tgt_mask and the causal mask (a logical and), not by either one",
+         None if tgt_mask is None else post(lambda h: ref.self_attn(h, mask=tgt_mask | _causal(x))[0], ca)),
         ("cross-attention ignores memory_mask: the source padding must stay hidden from every target position",
          post(sa, lambda h: ref.cross_attn(h, memory, memory)[0])),
         (_FROM_MEMORY, post(sa, lambda h: ref.cross_attn(h, mask=memory_mask)[0])),
@@ -57,7 +64,7 @@ def _check(cls: Callable) -> Callable:
                                   what, causal=True)
         if close(out, expected):
             return
-        causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+        causal = _causal(x)
         problem = sublayer_problem(module, (
             ("self_attn", ref.self_attn, (x,), {"mask": causal}, MHA_PROBLEM.format(name="self_attn")),
             ("cross_attn", ref.cross_attn, (x, memory, memory), {}, MHA_PROBLEM.format(name="cross_attn")),
@@ -74,7 +81,10 @@ def _check(cls: Callable) -> Callable:
 
 CHECK = Part(
     name="check_decoder_block",
-    visible=(Case("no masks", block_case(601, 2, 4, 5, 8, 2, 16)),),
+    visible=(
+        Case("no masks", block_case(601, 2, 4, 5, 8, 2, 16)),
+        Case("target and source padding", block_case(609, 2, 4, 3, 8, 2, 16, True, True)),
+    ),
     check=_check,
     forbidden=FORBIDDEN_BLOCKS,
 )

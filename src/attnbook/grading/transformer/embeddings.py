@@ -205,6 +205,7 @@ CHECK = Part(
     visible=(
         Case("embeddings", _embed_case(401, 2, 5, 8, 8)),
         Case("embeddings, a longer vocabulary", _embed_case(402, 3, 4, 11, 6)),
+        Case("embeddings, a float64 table", _embed_case(406, 2, 3, 5, 4, torch.float64)),
         Case("embeddings are a product with W", _probe_case(403, 2, 5, 9, 4)),
         Case("tied logits", _tied_case(404, 2, 3, 6, 6)),
         Case("tied logits, a longer vocabulary", _tied_case(405, 2, 4, 10, 4)),

@@ -53,7 +53,10 @@ def _check(cls: Callable) -> Callable:
 
 CHECK = Part(
     name="check_encoder_block",
-    visible=(Case("no mask", block_case(501, 2, 5, None, 8, 2, 16)),),
+    visible=(
+        Case("no mask", block_case(501, 2, 5, None, 8, 2, 16)),
+        Case("padding mask", block_case(508, 2, 4, None, 8, 2, 16, tgt_mask=True)),
+    ),
     check=_check,
     forbidden=FORBIDDEN_BLOCKS,
 )

@@ -100,6 +100,10 @@ def _diagnose_greedy(ids: torch.Tensor, model: Transformer, src: torch.Tensor, b
     for message, kwargs in _KNOWN:
         if torch.equal(ids, _greedy_variant(*args, **kwargs)):
             return message
+    if bos_id != BOS and torch.equal(ids, _greedy_variant(model, src, BOS, eos_id, max_len)):
+        return f"the target must start from the bos_id given (here {bos_id}), not from a fixed id"
+    if eos_id != EOS and torch.equal(ids, _greedy_variant(model, src, bos_id, EOS, max_len)):
+        return f"a sequence finishes at the eos_id given (here {eos_id}), not at a fixed id"
     if ids.shape[1] > max_len:
         return "more than max_len tokens were generated"
     return ("the generated ids differ from greedy decoding: start from BOS and at each step append the most "
@@ -130,6 +134,9 @@ CHECK = Part(
     visible=(
         Case("three sources", _greedy_case(14, 1.5, 3, 6, 8, lengths=(6, 6, 6))),
         Case("padded sources, another padding id", _greedy_case(37, 2.0, 3, 6, 8, lengths=(4, 6, 2), pad_id=9)),
+        Case("another BOS id", _greedy_case(61, 1.5, 2, 5, 8, lengths=(5, 3), bos_id=6)),
+        Case("another EOS id", _greedy_case(83, 1.5, 3, 5, 8, lengths=(5, 4, 2), eos_id=8)),
+        Case("max_len reached before every sequence ends", _greedy_case(75, 1.5, 3, 5, 3, lengths=(5, 5, 2))),
     ),
     check=_check,
     forbidden=("attnbook.transformer.greedy_decode",),

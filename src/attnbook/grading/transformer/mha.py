@@ -90,6 +90,8 @@ def _output_of(kwargs, ref, query, key, value, mask):
         return None
 
 
+_MASK_2D = ("a (T, S) mask, such as the causal mask, broadcasts to (B, h, T, S) as it is: only a 3-D mask "
+            "needs a head axis")
 _SPLIT = ("the heads are split along the wrong axis: reshape (B, T, d_model) to (B, T, h, hs) and then "
           "transpose to (B, h, T, hs); viewing it directly as (B, h, T, hs) mixes positions into heads")
 _MISTAKES = tuple(Mistake(message, functools.partial(_output_of, kwargs)) for message, kwargs in (
@@ -131,7 +133,12 @@ def _check(cls: Callable) -> Callable:
         args = (query,) if key is None else (query, key, value)
         kwargs = {} if mask is None else {"mask": mask.clone()}
         with torch.no_grad():  # the student gets copies: changing them in place changes nothing here
-            result = run_student(module, *(t.clone() for t in args), what=f"{what}.forward", **kwargs)
+            try:
+                result = run_student(module, *(t.clone() for t in args), what=f"{what}.forward", **kwargs)
+            except CheckFailed as err:
+                if mask is not None and mask.dim() == 2 and "must match the size of tensor" in str(err):
+                    raise CheckFailed(f"{err} -- {_MASK_2D}") from None
+                raise
             expected_out, expected_w = ref(*args, mask=mask, need_weights=True)
         out, weights = require_pair(result, what, ("out", "weights"))
         require_shape(out, expected_out.shape, "out should have shape (B, T, d_model): one vector per query")
@@ -150,6 +157,7 @@ CHECK = Part(
     visible=(
         Case("self-attention", _mha_case(401, 2, 5, None, 8, 2)),
         Case("cross-attention with a padding mask", _mha_case(402, 2, 3, 6, 8, 2, "padding")),
+        Case("self-attention with a causal mask (T, T)", _mha_case(413, 2, 4, None, 8, 2, "causal")),
     ),
     check=_check,
     forbidden=(

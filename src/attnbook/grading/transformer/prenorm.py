@@ -6,7 +6,10 @@ output is compared with the block built from the reference's own sublayers in
 the ways students get it wrong (:func:`_variant`: post-norm, a norm after the
 add as well, one norm shared, the residual path normalised, a norm over the
 wrong axis), and an output that changes between two calls in eval mode is
-dropout left on.
+dropout left on. Two cases run in training mode: a block built without a
+rate must drop nothing (the default is 0.0), and one built with
+``dropout=1.0`` must drop both sublayers' outputs and return ``x`` itself
+(each dropout uses the rate given).
 
 >>> seed, sizes, x, _, mask, _ = _case(3, 2, 5, 8, 2, 16, 0.1, mask=True)()
 >>> sizes, tuple(x.shape), tuple(mask.shape)
@@ -27,14 +30,18 @@ from ..errors import CheckFailed
 from ._common import TR, encoder_sublayer_problem
 
 
-def _case(seed, B, T, d_model, nh, d_ff, dropout=0.0, *, mask=False, dtype=torch.float32, swap=False):
+def _case(seed, B, T, d_model, nh, d_ff, dropout=0.0, *, mask=False, dtype=torch.float32, swap=False,
+          train=False):
     """An encoder case of :func:`attnbook.grading._shared.block_case` whose sizes end with the dropout rate
-    (``None``: the block is built without one, and compared in training mode, where its default, 0.0, shows)."""
+    (``None``: the block is built without one, and compared in training mode, where its default, 0.0, shows);
+    ``train``: the block runs in training mode, where a rate of 1.0 drops every sublayer's output."""
+    if train and dropout != 1.0:
+        raise ValueError("a training-mode case needs dropout=1.0, which drops the same values every time")
     make_block = block_case(seed, B, T, None, d_model, nh, d_ff, tgt_mask=mask, dtype=dtype, swap=swap)
 
     def make():
-        seed_, sizes, x, memory, m1, m2 = make_block()
-        return seed_, (*sizes, dropout), x, memory, m1, m2
+        seed_, sizes, x, memory, m1, _ = make_block()
+        return seed_, (*sizes, dropout), x, memory, m1, train
 
     return make
 
@@ -79,8 +86,18 @@ _MODES = (
 def _check(cls: Callable) -> Callable:
     what = "PreNormEncoderBlock"
 
-    def check_one(seed, sizes, x, _memory, mask, _unused):
+    def check_one(seed, sizes, x, _memory, mask, train):
         *dims, dropout = sizes
+        if train:  # dropout=1.0 in training mode: both sublayers' outputs are dropped, the block returns x
+            # (the reference, which refuses a rate of 1, only lends its weights: built with 0.0)
+            module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=0.0, norm_first=True), sizes, seed,
+                                       x.dtype, what)
+            run_method(module, "train", what=f"{what}.train")
+            out, _ = run_block(module, ref, x, (), {"mask": mask}, what)
+            if not close(out, x):
+                raise CheckFailed("built with dropout=1.0, in training mode the block should drop every "
+                                  "sublayer's output and return x: each dropout uses the rate given")
+            return
         if dropout is None:  # built without a rate: the default, 0.0, drops nothing even in training mode
             module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=0.0, norm_first=True), tuple(dims), seed,
                                        x.dtype, what)
@@ -131,7 +148,9 @@ CHECK = Part(
     name="check_prenorm_encoder_block",
     visible=(
         Case("no mask", _case(801, 2, 5, 8, 2, 16)),
-        Case("padding mask", _case(802, 3, 4, 8, 2, 16, mask=True)),
+        Case("padding mask, dropout 0.25 (eval mode)", _case(802, 3, 4, 8, 2, 16, 0.25, mask=True)),
+        Case("dropout 1.0 in training mode", _case(810, 2, 3, 8, 2, 16, 1.0, train=True)),
+        Case("built without a dropout rate (training mode)", _case(811, 2, 3, 8, 2, 16, None)),
     ),
     check=_check,
     forbidden=FORBIDDEN_BLOCKS,

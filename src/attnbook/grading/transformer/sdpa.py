@@ -30,6 +30,10 @@ FORBIDDEN = (
 )
 
 
+LEADING_AXES = ("q, k and v may have any leading axes (...), here a batch and heads: work on the last two axes "
+                "only, counting them from the end")
+
+
 def qkv(seed: int, lead: tuple[int, ...], T: int, S: int, d_k: int, d_v: int, dtype: torch.dtype = torch.float32,
         swap: tuple[int, int] | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator]:
     """q (..., T, d_k), k (..., S, d_k), v (..., S, d_v) and the generator, for more draws."""
@@ -112,7 +116,12 @@ def check_sdpa(fn: Callable) -> Callable:
     def check_one(q, k, v, mask):
         before = snapshot(q, k, v)
         args = (q, k, v) if mask is None else (q, k, v, mask)
-        result = run_student(fn, *args, what="scaled_dot_product_attention")
+        try:
+            result = run_student(fn, *args, what="scaled_dot_product_attention")
+        except CheckFailed as err:
+            if q.dim() > 3 and "RuntimeError" in str(err) and "view size" not in str(err):  # not a stride error
+                raise CheckFailed(f"{err} -- {LEADING_AXES}") from None
+            raise
         out, w = require_pair(result, "scaled_dot_product_attention", ("out", "weights"))
         require_unchanged(before, q, k, v,
                           message="the function changed q, k or v in place; compute on new tensors instead")
@@ -137,7 +146,11 @@ def check_sdpa(fn: Callable) -> Callable:
 
 CHECK = Part(
     name="check_scaled_dot_product_attention",
-    visible=(Case("shapes and values", _plain(0, (2,), 3, 4, 8, 5)),),
+    visible=(
+        Case("shapes and values", _plain(0, (2,), 3, 4, 8, 5)),
+        Case("two leading axes (a batch and heads)", _plain(1, (2, 3), 3, 4, 4, 2)),
+        Case("float64 inputs", _plain(2, (2,), 2, 3, 4, 3, torch.float64)),
+    ),
     check=check_sdpa,
     forbidden=FORBIDDEN,
     kernels=ATTENTION_KERNELS,
