@@ -91,13 +91,16 @@ def test_completion_statistics_accept_right_answers_and_reject_near_misses():
 
 def test_every_probe_mistake_is_caught_by_some_case():
     """Each named mistake moves the accuracy beyond the tolerance on at least one case (else it would pass)."""
-    caught = set()
+    caught, named = set(), set()
     for case in probe.VISIBLE + probe.check_ridge_probe.hidden:
         *data, l2 = case.make()
-        l2 = probe.L2 if l2 is None else l2  # None: ridge_probe called with its default penalty
+        default = l2 is None  # ridge_probe called with its default penalty
+        l2 = probe.L2 if default else l2
         expected = probe.IG.ridge_probe(*data, l2=l2)
-        caught |= {m for m, v in probe._variants(*data, l2) if abs(v - expected) > probe.TOLERANCE}
-    assert len(caught) == 5
+        variants = probe._variants(*data, l2, default)
+        named |= {m for m, _ in variants}
+        caught |= {m for m, v in variants if abs(v - expected) > probe.TOLERANCE}
+    assert caught == named and len(named) == 8
 
 
 def test_mask_variants_are_all_different_from_the_answer():

@@ -50,7 +50,7 @@ HIDDEN = {
         Case("heads and bytes together", cost._case(8, n_head=3, bytes_per_value=8)),
     ),
     "check_pixelcnn_mask": (
-        Case("5 x 5, type A", mask._case(5, "A"), weight=2.0),
+        Case("11 x 11, type A", mask._case(11, "A"), weight=2.0),
         Case("5 x 5, type B", mask._case(5, "B")),
         Case("7 x 7, type A (PixelCNN's first layer)", mask._case(7, "A"), weight=2.0),
         Case("1 x 1", mask._case(1, "A")),

@@ -37,7 +37,11 @@ def _case(seed: int, shape: tuple[int, ...], V: int, dtype: torch.dtype = torch.
     return make
 
 
-VISIBLE = (Case("sequences (B, T, V)", _case(0, (2, 16), 8)),)
+VISIBLE = (
+    Case("sequences (B, T, V)", _case(0, (2, 16), 8)),
+    Case("float64 logits", _case(10, (2, 3), 4, torch.float64)),
+    Case("the gradient reaches the logits", _case(11, (2, 3), 4, grad=True)),
+)
 
 
 def _variants(logits: torch.Tensor, targets: torch.Tensor) -> list[tuple[str, torch.Tensor]]:

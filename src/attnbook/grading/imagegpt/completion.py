@@ -5,7 +5,8 @@ A case completes ``DRAWS`` copies of one image of a small random ImageGPT
 given. The kept rows must come back unchanged, exactly. The first sampled
 pixel must follow ``softmax(logits / temperature)``; the second must follow
 the model's prediction *given the first pixel as drawn*, so its counts are
-compared with the sum over the copies of those probabilities. Each count
+compared with the sum over the copies of those probabilities; a pixel that
+holds the input's value in every copy, against the odds, was never drawn. Each count
 must be within ``6`` standard deviations (plus 2) of its expectation, which
 a right answer breaks with probability below ``1e-8``. The generator is
 checked apart: generators seeded alike must repeat a completion, generators
@@ -32,6 +33,7 @@ __all__ = ["check_complete", "completion_test_model"]
 
 DRAWS = 2000  # copies of the image completed in one call
 Z = 6.0  # bound in standard deviations
+LOG_NEVER = -20.0  # log-probability below which B identical draws of a pixel mean it was not drawn at all
 
 
 def completion_test_model(seed: int = 0, *, height: int = 3, width: int = 4, vocab_size: int = 6) -> ImageGPT:
@@ -54,7 +56,13 @@ def _case(seed: int, rows_kept: int, temperature: float, *mode: str, H: int = 3,
     return make
 
 
-VISIBLE = (Case("keep 2 rows, temperature 1", _case(11, 2, 1.0)),)
+VISIBLE = (
+    Case("keep 2 rows, temperature 1", _case(11, 2, 1.0)),
+    Case("temperature 0.4", _case(12, 2, 0.4, W=2)),
+    Case("a seeded generator repeats the completion", _case(13, 2, 1.0, "repeat", W=2, B=100)),
+    # complete(model, tokens, rows_kept) alone: temperature left to its default, 1.0
+    Case("the default temperature", _case(14, 2, 1.0, "defaults", W=2)),
+)
 
 
 @torch.no_grad()
@@ -89,6 +97,19 @@ def _run(fn: Callable, model: ImageGPT, tokens: torch.Tensor, rows_kept: int, te
     return out
 
 
+def _require_drawn(model: ImageGPT, seq: torch.Tensor, got: torch.Tensor, t: int, W: int,
+                   temperature: float) -> None:
+    """Fail if a pixel from ``t`` on holds the input's value in all B copies, which drawing makes all but
+    impossible: that pixel was never drawn. ``seq`` and ``got`` are the input and the result, (B, H*W)."""
+    for i in range(t, seq.shape[1]):
+        if bool((got[:, i] == seq[:, i]).all()):
+            p = _probs(model, got, i, temperature).gather(1, seq[:, i : i + 1])  # (B, 1): p(that value)
+            if float(p.log().sum()) < LOG_NEVER:
+                raise CheckFailed(f"pixel {i} (row {i // W}, column {i % W}) was not drawn: it holds the input's "
+                                  "value in every completion; draw every pixel after the kept rows, up to the last "
+                                  "one of the image")
+
+
 def _check_distribution(model: ImageGPT, tokens: torch.Tensor, out: torch.Tensor, rows_kept: int,
                         temperature: float) -> None:
     B, H, W = tokens.shape
@@ -109,6 +130,7 @@ def _check_distribution(model: ImageGPT, tokens: torch.Tensor, out: torch.Tensor
                               "temperature before the softmax")
         if temperature != 1.0 and _follows(got[:, t], torch.softmax(logits * temperature, -1)):
             raise CheckFailed("the logits were multiplied by the temperature: divide them")
+        _require_drawn(model, seq, got, t, W, temperature)
         raise CheckFailed("the first sampled pixel does not follow the model's prediction "
                           "softmax(logits[:, t] / temperature), where logits = model(seq)")
     if t + 1 < H * W:
@@ -118,8 +140,10 @@ def _check_distribution(model: ImageGPT, tokens: torch.Tensor, out: torch.Tensor
             if _follows(got[:, t + 1], _probs(model, seq, t + 1, temperature)):
                 raise CheckFailed("each pixel must be predicted from the pixels sampled before it: write every "
                                   "sampled pixel into the sequence before predicting the next one")
+            _require_drawn(model, seq, got, t + 1, W, temperature)
             raise CheckFailed("the second sampled pixel does not follow the model's prediction given the "
                               "pixels before it")
+    _require_drawn(model, seq, got, t, W, temperature)
 
 
 def _check(fn: Callable) -> Callable:
@@ -142,7 +166,13 @@ def _check(fn: Callable) -> Callable:
                 raise CheckFailed("the completions do not depend on the generator: draw with "
                                   "torch.multinomial(..., generator=generator), and do not reseed")
             return
-        _check_distribution(model, tokens, out, rows_kept, temperature)
+        try:
+            _check_distribution(model, tokens, out, rows_kept, temperature)
+        except CheckFailed as err:
+            if mode != ("defaults",):
+                raise
+            raise CheckFailed(f"called as complete(model, tokens, rows_kept), without a temperature, it should "
+                              f"sample at the default temperature 1.0: {err}") from None
 
     return check
 

@@ -27,7 +27,11 @@ def _case(side: int, **kwargs: int) -> Callable[[], tuple]:
     return lambda: (side, kwargs)
 
 
-VISIBLE = (Case("a 32 x 32 image", _case(32)),)
+VISIBLE = (
+    Case("a 32 x 32 image", _case(32)),
+    Case("four heads", _case(16, n_head=4)),
+    Case("2-byte values (bf16)", _case(32, bytes_per_value=2)),
+)
 
 
 def _check(sequence_cost: Callable) -> Callable:

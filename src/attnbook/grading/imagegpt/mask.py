@@ -30,7 +30,8 @@ def _case(kernel_size: int, mask_type: str) -> Callable[[], tuple]:
     return make
 
 
-VISIBLE = (Case("3 x 3, type A", _case(3, "A")), Case("3 x 3, type B", _case(3, "B")))
+VISIBLE = (Case("3 x 3, type A", _case(3, "A")), Case("3 x 3, type B", _case(3, "B")),
+           Case("5 x 5, type A", _case(5, "A")))
 
 
 def _variants(k: int, mask_type: str) -> list[tuple[str, torch.Tensor]]:
@@ -50,6 +51,14 @@ def _variants(k: int, mask_type: str) -> list[tuple[str, torch.Tensor]]:
         ("a lower-triangular mask is the causal mask of a sequence; a kernel mask keeps the rows above the "
          "centre and the pixels left of it", torch.ones(k, k, dtype=torch.bool).tril(-1 if mask_type == "A" else 0)),
     ]
+    for c in range(k):  # a mask centred elsewhere than (k // 2, k // 2), e.g. at a fixed (1, 1)
+        if c != centre:
+            off = torch.zeros(k, k, dtype=torch.bool)
+            off[:c] = True
+            off[c, :c] = True
+            off[c, c] = mask_type == "B"
+            out.append((f"the centre of a {k} x {k} kernel is pixel ({centre}, {centre}), kernel_size // 2: this mask "
+                        f"is centred at ({c}, {c})", off))
     return out
 
 

@@ -47,7 +47,11 @@ def _case(seed: int, lead: tuple[int, ...], k: int, dtype: torch.dtype = torch.f
     return make
 
 
-VISIBLE = (Case("random colours", _case(0, (40,), 6)),)
+VISIBLE = (
+    Case("random colours", _case(0, (40,), 6)),
+    Case("ties go to the lower id", _case(10, (6,), 4, ties=True)),
+    Case("a colour no pixel is nearest to", _case(11, (20,), 4, empty=True)),
+)
 
 
 def _id_variants(pixels: torch.Tensor, palette: torch.Tensor) -> list[tuple[str, torch.Tensor]]:

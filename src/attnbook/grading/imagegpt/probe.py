@@ -6,7 +6,8 @@ the test accuracy. A right answer may solve the system any stable way and in
 any float precision, so an accuracy within ``TOLERANCE`` (two test rows of
 200) of the reference passes. The named mistakes: the test set standardised
 with its own statistics, the training accuracy returned, no bias column, no
-standardisation, the penalty ignored.
+standardisation, the penalty ignored, a mean over all features at once, a
+constant feature's std left unclamped (0 / 0), another default penalty.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ L2 = 1e-3  # the statement's default penalty: ridge_probe(..., l2=1e-3)
 
 def _case(seed: int, n_train: int, D: int, K: int, l2: float | None, *, shift: float = 0.0, scale: float = 1.0,
           offset: float = 0.0, prior: tuple[float, ...] | None = None, dtype: torch.dtype = torch.float32,
-          strided: bool = False, constant: bool = False) -> Callable[[], tuple]:
+          strided: bool = False, constant: bool = False, spread: float = 0.0) -> Callable[[], tuple]:
     """Features of K Gaussian classes (N, D); ``shift`` moves the test set, ``scale`` stretches some features,
+    ``spread`` moves the mean of feature j by ``spread * j`` (features centred far apart),
     ``prior`` gives the classes unequal shares, ``constant`` makes the last feature 1 everywhere (its standard
     deviation 0). ``l2=None`` calls ``ridge_probe`` without ``l2``: its default."""
 
@@ -51,6 +53,9 @@ def _case(seed: int, n_train: int, D: int, K: int, l2: float | None, *, shift: f
         stretch = torch.ones(D, dtype=torch.float64)
         stretch[: D // 2] = scale  # some features on a much larger scale
         x_train, x_test = x_train * stretch + offset, x_test * stretch + offset
+        if spread:
+            apart = spread * torch.arange(D, dtype=torch.float64)  # (D,): feature j's mean moved by spread * j
+            x_train, x_test = x_train + apart, x_test + apart
         if constant:  # a feature that never changes: std 0, clamped to 1e-8, so z = 0
             x_train[:, -1], x_test[:, -1] = 1.0, 1.0
         if strided:
@@ -60,15 +65,25 @@ def _case(seed: int, n_train: int, D: int, K: int, l2: float | None, *, shift: f
     return make
 
 
-VISIBLE = (Case("three classes", _case(0, 300, 6, 3, 1e-3)),)
+VISIBLE = (
+    Case("three classes", _case(0, 300, 6, 3, 1e-3)),
+    Case("a penalty that matters", _case(20, 40, 24, 3, 20.0)),
+    Case("classes of unequal size", _case(21, 200, 4, 3, 1e-3, prior=(0.8, 0.15, 0.05))),
+    Case("features centred far apart, a strong penalty", _case(46, 80, 6, 3, 30.0, spread=3.0)),
+    Case("a feature that never changes", _case(22, 100, 4, 3, 1e-3, constant=True)),
+    # ridge_probe(...) without l2: the statement's signature gives l2=1e-3
+    Case("the default penalty", _case(23, 40, 30, 3, None)),
+)
 
 
-def _variants(x_train, y_train, x_test, y_test, l2):
-    """(message, accuracy) of the mistakes, computed by the reference's recipe with one step changed."""
+def _variants(x_train, y_train, x_test, y_test, l2, default=False):
+    """(message, accuracy) of the mistakes, computed by the reference's recipe with one step changed;
+    ``default``: ridge_probe was called without l2, so another default penalty comes first."""
 
-    def probe(*, test_stats=False, train_acc=False, bias=True, scaled=True, penalty=l2):
+    def probe(*, test_stats=False, train_acc=False, bias=True, scaled=True, penalty=l2, mean_all=False,
+              clamp=True):
         x = x_train.double()
-        mean, std = x.mean(0), x.std(0).clamp(min=1e-8)
+        mean, std = (x.mean() if mean_all else x.mean(0)), x.std(0).clamp(min=1e-8 if clamp else -math.inf)
 
         def design(f, own=False):
             f = f.double()
@@ -85,7 +100,10 @@ def _variants(x_train, y_train, x_test, y_test, l2):
         feats, labels = (x_train, y_train) if train_acc else (x_test, y_test)
         return float(((design(feats, own=test_stats) @ W).argmax(1) == labels).double().mean())
 
+    others = [("called without l2, the probe should use the default penalty, l2=1e-3 (the statement's signature)",
+               probe(penalty=q)) for q in (0.0, 1e-2, 0.1, 1.0, 10.0)] if default else []
     return [
+        *others,
         ("the test features were standardised with their own mean and standard deviation: use the training "
          "set's, as if the test set arrived one image at a time", probe(test_stats=True)),
         ("this is the accuracy on the training set: a probe is judged on held-out (test) features",
@@ -95,6 +113,10 @@ def _variants(x_train, y_train, x_test, y_test, l2):
         ("the features were not standardised: subtract the training mean and divide by the training standard "
          "deviation first", probe(scaled=False)),
         ("the penalty l2 is ignored: solve (X^T X + l2 I) W = X^T Y", probe(penalty=0.0)),
+        ("a feature with the same value in every training row has std 0: clamp the std at 1e-8, so that it "
+         "standardises to 0, not to 0 / 0 (NaN)", probe(clamp=False)),
+        ("the mean was taken over all features at once: standardise each feature (column) with its own training "
+         "mean, the mean over the rows (axis 0)", probe(mean_all=True)),
     ]
 
 
@@ -115,8 +137,9 @@ def _check(fn: Callable) -> Callable:
             raise CheckFailed("return the accuracy as a fraction in [0, 1], not a percentage")
         expected = IG.ridge_probe(x_train, y_train, x_test, y_test, l2=l2)
         if not (math.isfinite(value) and abs(value - expected) <= TOLERANCE):
-            raise first_match(value, _variants(x_train, y_train, x_test, y_test, l2), "the accuracy differs from "
-                              "that of the least-squares probe on standardised features with a bias column",
+            raise first_match(value, _variants(x_train, y_train, x_test, y_test, l2, not given),
+                              "the accuracy differs from that of the least-squares probe on standardised features "
+                              "with a bias column",
                               matches=lambda got, variant: abs(got - variant) <= TOLERANCE < abs(variant - expected))
 
     return check

@@ -33,15 +33,24 @@ def _case(seed: int, B: int, H: int, W: int, *, strided: bool = False,
     return make
 
 
-VISIBLE = (Case("a small batch", _case(0, 2, 3, 4)),)
+VISIBLE = (
+    Case("a small batch", _case(0, 2, 3, 4)),
+    Case("non-contiguous tokens (a transposed view)", _case(10, 2, 2, 3, strided=True)),
+)
 
 
 def _check(to_seq: Callable, from_seq: Callable) -> Callable:
     def check(tokens):
         B, H, W = tokens.shape
         before = snapshot(tokens)
-        seq = require_ids(run_student(to_seq, tokens, what="to_sequence"), "the result of to_sequence",
-                          (B, H * W), "(B, H*W)")
+        try:
+            result = run_student(to_seq, tokens, what="to_sequence")
+        except CheckFailed as err:
+            if tokens.is_contiguous():
+                raise
+            raise CheckFailed(f"to_sequence failed on non-contiguous tokens (a transposed view), which it must "
+                              f"accept (view refuses them, reshape copies when it must): {err}") from None
+        seq = require_ids(result, "the result of to_sequence", (B, H * W), "(B, H*W)")
         require_unchanged(before, tokens, message="to_sequence changed the tokens in place")
         expected = IG.to_sequence(tokens).long()
         if not torch.equal(seq, expected):

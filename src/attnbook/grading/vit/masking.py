@@ -79,6 +79,9 @@ def _bookkeeping(x: torch.Tensor, ratio: float, x_kept: torch.Tensor, mask: torc
         if got == int(N * ratio):
             raise CheckFailed("kept the share mask_ratio of the tokens: mask_ratio is the share *removed*, so keep "
                               "N_keep = int(N * (1 - mask_ratio))")
+        if got == math.ceil(N * (1 - ratio)):
+            raise CheckFailed(f"N_keep is rounded down, int(N * (1 - mask_ratio)), not to the nearest or up: with "
+                              f"N = {N} and mask_ratio = {ratio}, N_keep is {n_keep}, not {got}")
         raise CheckFailed("kept the wrong number of tokens: keep N_keep = int(N * (1 - mask_ratio))")
     require_shape(x_kept, (B, n_keep, D), "x_kept should have shape (B, N_keep, D)")
     if x_kept.dtype != x.dtype:
@@ -165,6 +168,8 @@ CHECK = Part(
     visible=(
         Case("bookkeeping, 75 % removed", _case(681, 2, 16, 4, 0.75)),
         Case("statistics, 75 % removed", _case(682, STATS_ROWS, STATS_N, 1, 0.75, "statistics")),
+        Case("N = 6, 75 % removed: N_keep = int(1.5) rounds down", _case(683, 2, 6, 3, 0.75)),
+        Case("the draw follows the generator", _case(684, 2, 8, 2, 0.5, "generator")),
     ),
     check=_check,
     forbidden=("attnbook.vit.mae.random_masking", "attnbook.vit.mae.MAE"),

@@ -4,9 +4,11 @@
 w_class=1, w_l1=5, w_giou=2)`` is ``-w_class softmax(logits)[:, label] + w_l1 L1(boxes) -
 w_giou GIoU(xyxy boxes)``; boxes are (cx, cy, w, h). It is compared with the reference and the
 usual mistakes (log-probabilities, raw logits, a sign flipped, GIoU on unconverted boxes,
-plain IoU, weights ignored). ``hungarian_match`` must return ``min(n, m)`` pairs, one-to-one,
-of least total cost (ties may be broken any way); a row-wise argmin that gives two rows one
-column, or a greedy assignment that is one-to-one but not the cheapest, is named.
+plain IoU, weights ignored, one term's weight ignored, other default weights, found by fitting
+the three terms). ``hungarian_match`` must return ``min(n, m)`` pairs, one-to-one, of least
+total cost (ties may be broken any way); a row-wise argmin that gives two rows one column, a
+greedy assignment that is one-to-one but not the cheapest, or the (column, row) pairs of a
+transposed cost with more rows than columns (DETR's shape, a visible case), is named.
 
 >>> kind, args, weights = CHECK.visible[1].make()
 >>> kind, tuple(args[0].shape)
@@ -118,11 +120,34 @@ def _pairs(result: object, n: int, m: int) -> list[tuple[int, int]]:
     return list(zip(rows, cols, strict=True))
 
 
+def _optimal(pairs: list[tuple[int, int]], cost: torch.Tensor) -> bool:
+    """Whether the one-to-one ``pairs`` of ``min(n, m)`` (row, column) have the least total cost."""
+    c = cost.double()
+    rows, cols = {r for r, _ in pairs}, {k for _, k in pairs}
+    if not len(rows) == len(cols) == len(pairs) == min(c.shape):
+        return False
+    best_rows, best_cols = VIT.hungarian_match(c)
+    total, best = sum(float(c[r, k]) for r, k in pairs), float(c[best_rows, best_cols].sum())
+    return total <= best + 1e-9 * max(1.0, abs(best))
+
+
+def _transposed_back(result: object, cost: torch.Tensor) -> bool:
+    """Whether ``result``, read as (column, row) pairs, is a least-cost assignment of ``cost``."""
+    try:
+        swapped = _pairs(result, cost.shape[1], cost.shape[0])
+    except CheckFailed:
+        return False
+    return _optimal([(r, c) for c, r in swapped], cost)
+
+
 def _check_assignment(fn: Callable, cost: torch.Tensor) -> None:
     before = snapshot(cost)
     result = run_student(fn, cost, what="hungarian_match")
     require_unchanged(before, cost, message="hungarian_match changed the cost matrix in place; work on a copy")
     n, m = cost.shape
+    if n > m and _transposed_back(result, cost):
+        raise CheckFailed("with more rows than columns, the pairs came back as (column, row): the assignment of the "
+                          "transposed cost must be turned back into (row, column) pairs")
     pairs = _pairs(result, n, m)
     rows, cols = [r for r, _ in pairs], [c for _, c in pairs]
     if len(set(cols)) < len(cols):
@@ -133,10 +158,7 @@ def _check_assignment(fn: Callable, cost: torch.Tensor) -> None:
     if len(pairs) != min(n, m):
         raise CheckFailed("an (n, m) cost has min(n, m) pairs in its assignment: every row when n <= m, every "
                           "column when n > m")
-    c = cost.double()
-    best_rows, best_cols = VIT.hungarian_match(c)
-    total, best = sum(float(c[r, k]) for r, k in pairs), float(c[best_rows, best_cols].sum())
-    if total > best + 1e-9 * max(1.0, abs(best)):
+    if not _optimal(pairs, cost):
         raise CheckFailed("the assignment is one-to-one but not the cheapest: a greedy choice (the smallest cost "
                           "first) can block a better assignment; the Hungarian method finds the minimum total")
 
@@ -160,8 +182,31 @@ def _check_cost(fn: Callable, args: tuple[torch.Tensor, torch.Tensor, torch.Tens
     if weights is not None:
         variants.append(("the weights w_class, w_l1 and w_giou are ignored: multiply each term by its weight",
                          lambda: _cost(*args, DEFAULTS)))
-    raise first_match(out, variants, "the cost differs from -w_class p(label) + w_l1 L1(boxes) - w_giou GIoU(boxes)",
-                      args[0].dtype)
+        for i, (name, term) in enumerate((("w_class", "class"), ("w_l1", "L1"), ("w_giou", "GIoU"))):
+            one = tuple(DEFAULTS[k] if k == i else w for k, w in enumerate(weights))  # that weight left at its default
+            variants.append((f"the {term} term is not weighted by {name} (called with {name} = {weights[i]:g}): "
+                             f"multiply it by {name}", lambda one=one: _cost(*args, one)))
+    fallback = "the cost differs from -w_class p(label) + w_l1 L1(boxes) - w_giou GIoU(boxes)"
+    err = first_match(out, variants, fallback, args[0].dtype)
+    if str(err) == fallback and weights is None:  # the right terms, other default weights?
+        fitted = _fitted_weights(out, args)
+        for name, term, default, got in zip(("w_class", "w_l1", "w_giou"), ("class", "L1", "GIoU"), DEFAULTS,
+                                            fitted or (), strict=False):
+            if abs(got - default) > 1e-3 * default:
+                raise CheckFailed(f"called without weights, the {term} term is weighted {got:.3g}: the default "
+                                  f"{name} is {default:g}")
+    raise err
+
+
+def _fitted_weights(out: torch.Tensor, args: tuple) -> tuple[float, float, float] | None:
+    """The weights (w_class, w_l1, w_giou) that make the right three terms sum to ``out``, if any do."""
+    terms = torch.stack([_cost(*args, w).reshape(-1) for w in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))], 1)
+    if terms.shape[0] < 4:  # too few entries to tell the weights apart
+        return None
+    weights = torch.linalg.lstsq(terms, out.detach().double().reshape(-1, 1)).solution[:, 0]
+    if not close(out, (terms @ weights).reshape(out.shape), out.dtype):
+        return None
+    return tuple(weights.tolist())
 
 
 def _check(cost_fn: Callable, match_fn: Callable) -> Callable:
@@ -178,7 +223,10 @@ CHECK = Part(
     name="check_matching",
     visible=(
         Case("matching cost", _cost_case(701, 4, 2, 3)),
+        Case("matching cost, other weights", _cost_case(703, 3, 2, 3, weights=(0.5, 3.0, 4.0))),
         Case("assignment", _assignment_case(702, 4, 4)),
+        # DETR's own shape: more queries (rows) than objects (columns)
+        Case("assignment, more rows than columns", _assignment_case(704, 5, 2)),
     ),
     check=_check,
     forbidden=("attnbook.vit.matching.matching_cost", "attnbook.vit.matching.hungarian_match",

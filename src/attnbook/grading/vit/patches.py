@@ -24,9 +24,15 @@ from ._common import LAYOUT_MESSAGES, VIT, cut, images
 def _check(fn: Callable) -> Callable:
     def check_one(x, P):
         before = snapshot(x)
-        out = require_tensor(run_student(fn, x, P, what="patchify"), "the result of patchify")
-        require_unchanged(before, x, message="patchify changed the images in place; compute on new tensors")
         B, C, H, W = x.shape
+        try:
+            out = require_tensor(run_student(fn, x, P, what="patchify"), "the result of patchify")
+        except CheckFailed as err:
+            if H == W:
+                raise
+            raise CheckFailed(f"patchify failed on a non-square image (H = {H}, W = {W}), which it must accept: the "
+                              f"patch rows come from H, the patch columns from W: {err}") from None
+        require_unchanged(before, x, message="patchify changed the images in place; compute on new tensors")
         require_shape(out, (B, H * W // P**2, P * P * C),
                       "patchify should return (B, N, P*P*C) with N = HW / P^2 patches of P*P*C values")
         expected = VIT.patchify(x, P)
@@ -45,6 +51,7 @@ CHECK = Part(
     visible=(
         Case("one channel", images(601, 2, 1, 8, 8, 4)),
         Case("three channels", images(602, 2, 3, 4, 4, 2)),
+        Case("non-square images (H != W)", images(603, 2, 1, 4, 8, 2)),
     ),
     check=_check,
     forbidden=("attnbook.vit.patches.patchify", "attnbook.vit.patches.unpatchify",

@@ -5,7 +5,7 @@ layer's heads are averaged, the identity added when ``add_residual`` (the residu
 connection), the rows renormalised to sum to 1, and the layers multiplied with the first
 layer on the right, ``A_L ... A_2 A_1``. A wrong result is compared with the usual mistakes:
 no identity, no renormalisation, the product in the wrong order, heads fused by max or
-averaged after the product, columns normalised instead of rows.
+averaged after the product, columns normalised instead of rows, no identity by default.
 
 >>> maps, residual = CHECK.visible[0].make()
 >>> len(maps), tuple(maps[0].shape), residual
@@ -21,6 +21,7 @@ import torch
 from .._compare import close, require_tensor
 from .._core import run_student
 from ..engine import Case, Part, first_match
+from ..errors import CheckFailed
 from ..steps import require_shape, require_unchanged, snapshot
 from ._common import VIT
 
@@ -83,9 +84,10 @@ def _mistakes(maps, residual):
 def _check(fn: Callable) -> Callable:
     def check_one(maps, residual):
         before = snapshot(*maps)
-        given = {} if residual is None else {"add_residual": residual}  # None: the default
+        default = residual is None  # attention_rollout(maps): add_residual left to its default
+        given = {} if default else {"add_residual": residual}
         out = run_student(fn, list(maps), **given, what="attention_rollout")
-        residual = True if residual is None else residual
+        residual = True if default else residual
         require_unchanged(before, *maps, message="attention_rollout changed the maps in place; compute on new "
                                                  "tensors (a + eye, not a += eye)")
         out = require_tensor(out, "the result of attention_rollout")
@@ -93,6 +95,9 @@ def _check(fn: Callable) -> Callable:
         require_shape(out, (B, T, T), "attention_rollout should return one (T, T) matrix per image, (B, T, T)")
         expected = VIT.attention_rollout(maps, "mean", residual)
         if not close(out, expected):
+            if default and close(out, _rollout(maps, False), maps[0].dtype):
+                raise CheckFailed("called as attention_rollout(maps), it should add the identity: the default of "
+                                  "add_residual is True")
             raise first_match(out, _mistakes(maps, residual), "the rollout differs from the product of the layers' "
                               "head-averaged maps, with the identity added and rows renormalised, A_L ... A_1",
                               maps[0].dtype)
@@ -102,7 +107,11 @@ def _check(fn: Callable) -> Callable:
 
 CHECK = Part(
     name="check_attention_rollout",
-    visible=(Case("three layers", _maps(661, 3, 2, 2, 5)),),
+    visible=(
+        Case("three layers", _maps(661, 3, 2, 2, 5)),
+        # attention_rollout(maps) alone: add_residual left to its default, True
+        Case("the default adds the identity", _maps(662, 2, 2, 2, 4, residual=None)),
+    ),
     check=_check,
     forbidden=("attnbook.vit.maps.attention_rollout",),
 )
