@@ -173,7 +173,7 @@ def test_a_part_built_on_a_wrong_earlier_part_is_judged_again_with_the_solutions
     wrong = MASKED_SDPA.replace("/ math.sqrt(q.shape[-1])", "/ q.shape[-1]")
     built = {
         "built_on_it": "def attend(q, k, v, mask=None):\n    return scaled_dot_product_attention(q, k, v, mask)",
-        "leaky": ("def attend(q, k, v, mask=None):\n    if q.dtype == torch.float64:\n"
+        "leaky": ("def attend(q, k, v, mask=None):\n    if q.shape[0] == 1:  # a batch of one: hidden cases only\n"
                   "        raise RuntimeError('SECRET ' + repr(scaled_dot_product_attention.__code__.co_consts))\n"
                   "    return scaled_dot_product_attention(q, k, v, mask)"),
         "own_mistake": ("def attend(q, k, v, mask=None):\n    out, w = scaled_dot_product_attention(q, k, v, mask)\n"
