@@ -88,8 +88,8 @@ def student_error(what: str, type_name: str, message: str, *, reference: str | N
         return CheckFailed(f"{what} is not implemented yet (it raises NotImplementedError)")
     if reference is not None:
         return CheckFailed(f"{what} calls the reference implementation `{reference}`; write the computation "
-                           f"yourself{line}")
-    return CheckFailed(f"{what} raised {type_name}: {message}{line}")
+                           "yourself", line=line)
+    return CheckFailed(f"{what} raised {type_name}: {message}", line=line)
 
 
 def note_warnings(what: str, messages: Iterable[str]) -> None:

@@ -167,9 +167,8 @@ def _check_decode(decode: Callable, ids: list, merges: dict) -> None:
         result = run_student(decode, ids, merges, what="decode")
     except CheckFailed as err:
         if "UnicodeDecodeError" in str(err):
-            raise CheckFailed(
-                f"{err}. A token can end in the middle of a character: join the bytes of all tokens, then "
-                "decode them once with errors='replace'") from None
+            raise err.hinted(". A token can end in the middle of a character: join the bytes of all tokens, "
+                             "then decode them once with errors='replace'") from None
         raise
     require_unchanged(before, ids, message="decode changed ids in place")
     if not isinstance(result, str):

@@ -124,7 +124,7 @@ def _draw(fn: Callable, logits: torch.Tensor, temperature: float, top_k: int | N
             result = run_student(fn, logits, *args, what="sample_next")
         except CheckFailed as err:
             if top_k is not None and top_k >= logits.shape[-1] and str(err).startswith("sample_next raised"):
-                raise CheckFailed(f"{err} ({EVERY_TOKEN})") from None
+                raise err.hinted(f" ({EVERY_TOKEN})") from None
             raise
     require_unchanged(before, logits, message="sample_next changed the logits in place (for example with div_); "
                                               "compute on new tensors")

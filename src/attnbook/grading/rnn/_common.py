@@ -71,7 +71,7 @@ def hinted(symptom: str, hint: str) -> Iterator[None]:
     except CheckFailed as err:
         if symptom not in str(err):
             raise
-        raise CheckFailed(f"{err} -- {hint}") from None
+        raise err.hinted(f" -- {hint}") from None
 
 
 def masked(x: torch.Tensor) -> torch.Tensor:

@@ -137,7 +137,7 @@ def _check(cls: Callable) -> Callable:
                 result = run_student(module, *(t.clone() for t in args), what=f"{what}.forward", **kwargs)
             except CheckFailed as err:
                 if mask is not None and mask.dim() == 2 and "must match the size of tensor" in str(err):
-                    raise CheckFailed(f"{err} -- {_MASK_2D}") from None
+                    raise err.hinted(f" -- {_MASK_2D}") from None
                 raise
             expected_out, expected_w = ref(*args, mask=mask, need_weights=True)
         out, weights = require_pair(result, what, ("out", "weights"))

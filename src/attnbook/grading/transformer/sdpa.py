@@ -120,7 +120,7 @@ def check_sdpa(fn: Callable) -> Callable:
             result = run_student(fn, *args, what="scaled_dot_product_attention")
         except CheckFailed as err:
             if q.dim() > 3 and "RuntimeError" in str(err) and "view size" not in str(err):  # not a stride error
-                raise CheckFailed(f"{err} -- {LEADING_AXES}") from None
+                raise err.hinted(f" -- {LEADING_AXES}") from None
             raise
         out, w = require_pair(result, "scaled_dot_product_attention", ("out", "weights"))
         require_unchanged(before, q, k, v,

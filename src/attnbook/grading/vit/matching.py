@@ -10,9 +10,9 @@ total cost (ties may be broken any way); a row-wise argmin that gives two rows o
 greedy assignment that is one-to-one but not the cheapest, or the (column, row) pairs of a
 transposed cost with more rows than columns (DETR's shape, a visible case), is named.
 
->>> kind, args, weights = CHECK.visible[1].make()
+>>> kind, args, weights = CHECK.visible[3].make()
 >>> kind, tuple(args[0].shape)
-('assignment', (4, 4))
+('assignment', (5, 2))
 """
 
 from __future__ import annotations
