@@ -200,7 +200,9 @@ def _check_cost(fn: Callable, args: tuple[torch.Tensor, torch.Tensor, torch.Tens
 
 def _fitted_weights(out: torch.Tensor, args: tuple) -> tuple[float, float, float] | None:
     """The weights (w_class, w_l1, w_giou) that make the right three terms sum to ``out``, if any do."""
-    terms = torch.stack([_cost(*args, w).reshape(-1) for w in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))], 1)
+    logits, pred, labels, tgt = args
+    terms = torch.stack([_cost(logits, pred, labels, tgt, w).reshape(-1)
+                         for w in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))], 1)  # (Q * M, 3)
     if terms.shape[0] < 4:  # too few entries to tell the weights apart
         return None
     weights = torch.linalg.lstsq(terms, out.detach().double().reshape(-1, 1)).solution[:, 0]
