@@ -46,6 +46,7 @@ import argparse
 import contextlib
 import csv
 import difflib
+import io
 import re
 import signal
 import sys
@@ -79,6 +80,7 @@ class CellScore:
     seen: int = 0  # of the killed, those a visible check fails: the student learns of it before handing in
     broken: int = 0
     survivors: list[str] = field(default_factory=list)  # unified diffs
+    hidden_only: list[str] = field(default_factory=list)  # killed, but the visible checks pass it: diff, then why
 
     @property
     def score(self) -> float:
@@ -144,6 +146,22 @@ def _grade(namespace: dict, calls: list[judge.TestCall], points: float) -> float
             return 0.0
 
 
+def _hidden_failure(namespace: dict, tests: list[tuple[list[judge.TestCall], float]]) -> str:
+    """The words of the first test cell that gives the objects in ``namespace`` less than full marks: for a
+    mutant the visible checks pass, the hidden cases that fail it."""
+    for calls, points in tests:
+        printed = io.StringIO()
+        with quietly(), contextlib.redirect_stdout(printed):
+            try:
+                score, words = judge.score_test_cell(calls, namespace, points)
+            except Exception as err:
+                return f"a check could not handle what it returned ({type(err).__name__})"
+        if score < points:  # partial credit prints "- <case>: <why>" for each failing case
+            cases = [line[2:].split(":")[0] for line in printed.getvalue().splitlines() if line.startswith("- ")]
+            return words or "; ".join(cases)
+    return ""
+
+
 def _visible_failure(namespace: dict, calls: list[judge.TestCall], points: float) -> str | None:
     """What a test cell's visible calls tell the student about the objects in ``namespace``: None when they
     pass, else the failure's words (a check that breaks on what it was given says so)."""
@@ -196,7 +214,8 @@ class Notebook:
     def grade(self, cell: str, code: str) -> str:
         """``"killed"``, ``"broken"`` or ``"survived"``: ``code`` in place of the answer cell ``cell``,
         graded as a student's answer by the cell's test cells; ``"seen"`` for one killed that a visible check,
-        which the student runs before handing in, already fails (what it says is then in ``self.said``)."""
+        which the student runs before handing in, already fails (what it says is then in ``self.said``; for one
+        killed by hidden cases only, what they say)."""
         namespace = dict(self.namespace)  # earlier parts' objects keep the unmutated globals
         try:
             with _clock(SECONDS):
@@ -222,9 +241,14 @@ class Notebook:
                     if said is not None:
                         self.said = said
                         return "seen"
-                return "killed"
         except TimeoutError:
             return "seen"
+        try:
+            with _clock(SECONDS):
+                self.said = _hidden_failure(namespace, [self.tests[t] for t in tests])
+        except TimeoutError:
+            self.said = "over the time limit, in the hidden cases"
+        return "killed"
 
     def _check_cell(self, cell: str) -> None:
         if cell not in self.answers:
@@ -247,6 +271,9 @@ class Notebook:
             elif outcome in ("killed", "seen"):
                 result.killed += 1
                 result.seen += outcome == "seen"
+                if outcome == "killed":
+                    result.hidden_only.append(f"{operator}\n" + _diff(original, code) + "\n# killed by: "
+                                              + " ".join(self.said.split()))
             else:
                 result.broken += 1
         return result
@@ -300,7 +327,9 @@ def load_rules(assignment: str, folder: Path = RULES) -> dict[str, list[tuple[st
 
 COLUMNS = ["assignment", "cell", "tests", "mutants", "graded", "killed", "seen", "survived", "broken", "score", "rules",
            "rules_seen"]  # seen: killed, and failing a visible check too (blank: not measured yet)
-_SECTION = re.compile(r"^## (?P<assignment>\S+) · (?P<cell>\S+)(?P<rules> · rules)? \(\d+\)$")
+_SECTION = re.compile(r"^## (?P<assignment>\S+) · (?P<cell>\S+)(?: · (?P<kind>rules|hidden cases only))? \(\d+\)$")
+KINDS = ("", "rules", "hidden cases only")  # the survivors' sections of a cell: cosmic-ray's, the rule mutants',
+# and cosmic-ray mutants killed by hidden cases only (the visible checks pass them)
 
 
 @dataclass
@@ -310,7 +339,7 @@ class Chapter:
     assignment: str
     header: list[str] = field(default_factory=list)  # "# command | machine | date" lines, oldest first
     rows: dict[str, dict[str, str]] = field(default_factory=dict)
-    survivors: dict[tuple[str, bool], list[str]] = field(default_factory=dict)  # (cell, rules?) -> blocks
+    survivors: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (cell, one of KINDS) -> blocks
 
     @classmethod
     def read(cls, out: Path, assignment: str) -> Chapter:
@@ -327,7 +356,7 @@ class Chapter:
                 first, _, body = block.partition("\n")
                 match = _SECTION.match(first)
                 if match:
-                    key = (match["cell"], bool(match["rules"]))
+                    key = (match["cell"], match["kind"] or "")
                     chapter.survivors[key] = re.findall(r"```diff\n(.*?)\n```", body, flags=re.S)
         return chapter
 
@@ -338,9 +367,11 @@ class Chapter:
             row.update(tests=" ".join(score.tests), mutants=str(score.mutants), seen=str(score.seen),
                        graded=str(score.killed + len(score.survivors) + score.broken), killed=str(score.killed),
                        survived=str(len(score.survivors)), broken=str(score.broken), score=f"{score.score:.3f}")
+            self.survivors[(score.cell, "")] = list(score.survivors)
+            self.survivors[(score.cell, "hidden cases only")] = list(score.hidden_only)
         else:
             row["rules"], row["rules_seen"] = f"{score.killed}/{score.total}", f"{score.seen}/{score.total}"
-        self.survivors[(score.cell, isinstance(score, RuleScore))] = list(score.survivors)
+            self.survivors[(score.cell, "rules")] = list(score.survivors)
 
     def write(self, out: Path, order: list[str]) -> None:
         """The two files, rows in ``order`` (the notebook's) and then any other cell already there."""
@@ -357,13 +388,15 @@ class Chapter:
                     "Each block is one mutant that scored full marks: a cosmic-ray mutant's first line names its\n"
                     "operator, a rule mutant's (autograder/mutation/rules/) the rule it breaks. A survivor that\n"
                     "computes the same thing as the solution, under the part's statement, is explained in a comment\n"
-                    "beside the part's cases in autograder/hidden/; any other needs a hidden case. Made by\n\n")
+                    "beside the part's cases in autograder/hidden/; any other needs a hidden case. A block in a\n"
+                    "'hidden cases only' section was killed, but the visible checks pass it: its last line says\n"
+                    "which hidden cases fail it (other sizes, dtypes, seeds than the visible ones). Made by\n\n")
             f.write("".join(f"- `{line.removeprefix('# ')}`\n" for line in self.header))
             for cell in cells:
-                for rules in (False, True):
-                    blocks = self.survivors.get((cell, rules))
+                for kind in KINDS:
+                    blocks = self.survivors.get((cell, kind))
                     if blocks:
-                        f.write(f"\n## {self.assignment} · {cell}{' · rules' if rules else ''} ({len(blocks)})\n")
+                        f.write(f"\n## {self.assignment} · {cell}{' · ' + kind if kind else ''} ({len(blocks)})\n")
                         f.write("".join(f"\n```diff\n{b}\n```\n" for b in blocks))
 
 

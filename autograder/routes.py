@@ -99,6 +99,21 @@ PROBES = (
                                                          torch.randint(0, 9, (2, 6), generator=_gen()))),
     Probe("check_mlm_loss", "mlm_loss", lambda: (torch.randn(2, 6, 9, generator=_gen()),
                                                  torch.tensor([[-100, 3, -100, 1, -100, -100]] * 2))),
+    Probe("check_masks", "padding_mask", lambda: (torch.tensor([[5, 3, 7, 7], [2, 7, 7, 7]]), 7)),
+    Probe("check_pairs", "merge", lambda: ([1, 2, 3, 1, 2, 2, 1, 2], (1, 2), 9)),
+    Probe("check_encode_decode", "encode_chunk",
+          lambda: ([97, 97, 97, 98, 100, 97, 97, 97, 98, 97, 99], {(97, 97): 256, (97, 98): 257, (256, 257): 258})),
+    Probe("check_next_token_loss", "next_token_loss", lambda: (torch.randn(2, 5, 7, generator=_gen()),
+                                                               torch.randint(0, 7, (2, 5), generator=_gen()))),
+    Probe("check_pixelcnn_mask", "pixelcnn_mask", lambda: (5, "A")),
+    Probe("check_quantize_9bit", "quantize_9bit",
+          lambda: (torch.randint(0, 256, (2, 3, 4, 5), generator=_gen(), dtype=torch.uint8),)),
+    Probe("check_raster_order", "to_sequence", lambda: (torch.randint(0, 9, (2, 3, 4), generator=_gen()),)),
+    Probe("check_raster_order", "from_sequence", lambda: (torch.randint(0, 9, (2, 12), generator=_gen()), 3, 4)),
+    Probe("check_matching", "matching_cost", lambda: (torch.randn(5, 4, generator=_gen()),
+                                                      torch.rand(5, 4, generator=_gen()) * 0.5 + 0.25,
+                                                      torch.tensor([1, 3]),
+                                                      torch.rand(2, 4, generator=_gen().manual_seed(1)) * 0.5 + 0.25)),
 )
 
 

@@ -76,13 +76,13 @@ def test_a_run_of_one_cell_changes_only_its_row(tmp_path):
         shutil.copy(MUTATION / name, tmp_path / name)
     before = mutants.Chapter.read(tmp_path, "02-transformer")
     before.rows["sdpa_solution"]["killed"] = "-7"  # a mark the run must keep
-    before.survivors[("mha_solution", False)] = ["core/X\n-a\n+b"]
+    before.survivors[("mha_solution", "")] = ["core/X\n-a\n+b"]
     before.write(tmp_path, list(before.rows))
     assert mutants.main(["02-transformer", "--cells", "masks_solution", "--out", str(tmp_path)]) == 0
     after = mutants.Chapter.read(tmp_path, "02-transformer")
     assert after.header[:-1] == before.header and after.header[-1].startswith("# then: python autograder/mutants.py")
     assert after.rows["sdpa_solution"] == before.rows["sdpa_solution"]
-    assert after.survivors[("mha_solution", False)] == ["core/X\n-a\n+b"]
+    assert after.survivors[("mha_solution", "")] == ["core/X\n-a\n+b"]
     masks = after.rows["masks_solution"]
     assert masks["survived"] == "0" and int(masks["killed"]) >= 5 and masks["rules"] == "4/4"
     assert list(after.rows) == list(before.rows)  # the notebook's order
@@ -135,3 +135,21 @@ def test_the_clock_rings_again_for_a_check_that_swallowed_it():
                     pass
             ended += 1
     assert ended == 3 and time.monotonic() - start < 10
+
+
+def test_a_mutant_only_hidden_cases_kill_is_named_with_the_cases(transformer, tmp_path):
+    """A killed mutant the visible checks pass goes to the survivors file's 'hidden cases only' section, its
+    last line the hidden cases that fail it; the file reads back the same."""
+    code = transformer.rule_mutant("sdpa_solution", "return weights @ v, weights",
+                                   "return (weights @ v).squeeze(), weights")
+    assert transformer.grade("sdpa_solution", code) == "killed"
+    assert "batch of one" in transformer.said  # the hidden case with an axis of size one
+    score = mutants.CellScore("02-transformer", "sdpa_solution", ["sdpa_matches_reference"], mutants=1, killed=1,
+                              hidden_only=["core/X\n-a\n+b\n# killed by: " + transformer.said])
+    chapter = mutants.Chapter("02-transformer")
+    chapter.update(score)
+    chapter.write(tmp_path, ["sdpa_solution"])
+    assert "## 02-transformer · sdpa_solution · hidden cases only (1)" in (
+        tmp_path / "02-transformer-survivors.md").read_text()
+    again = mutants.Chapter.read(tmp_path, "02-transformer")
+    assert again.survivors[("sdpa_solution", "hidden cases only")] == score.hidden_only
