@@ -29,8 +29,8 @@ from pathlib import Path
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
 
-def _children(pid: int) -> list[int]:
-    """The live (not zombie) children of ``pid``, read from /proc."""
+def _children(pid: int, zombies: bool = False) -> list[int]:
+    """The live children of ``pid`` (``zombies``: the exited ones not yet reaped), read from /proc."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -40,18 +40,19 @@ def _children(pid: int) -> list[int]:
         except OSError:  # it exited meanwhile
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]  # the name, in parentheses, may hold spaces
-        if int(ppid) == pid and state != "Z":
+        if int(ppid) == pid and (state == "Z") == zombies:
             found.append(int(entry))
     return found
 
 
-def _reap() -> None:
-    while True:
-        try:
-            if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                return
-        except ChildProcessError:
-            return
+def _reap(keep: int | None = None) -> None:
+    """Reap the orphans that exited (all but ``keep``, the command itself, which Popen waits for)."""
+    for pid in _children(os.getpid(), zombies=True):
+        if pid != keep:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def _command_line(pid: int) -> str:
@@ -65,7 +66,11 @@ def _command_line(pid: int) -> str:
 def main(report: str, command: list[str]) -> int:
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
-    code = subprocess.call(command)
+    proc = subprocess.Popen(command)
+    while proc.poll() is None:  # orphans that exit meanwhile (a sandbox's bwrap) are reaped as they go
+        _reap(keep=proc.pid)
+        time.sleep(0.5)
+    code = proc.returncode
     time.sleep(0.5)  # orphans of the last moment are re-parented by now
     _reap()
     strays = []
