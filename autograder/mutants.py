@@ -159,7 +159,7 @@ def _hidden_failure(namespace: dict, tests: list[tuple[list[judge.TestCall], flo
         if score < points:  # partial credit prints "- <case>: <why>" for each failing case
             cases = [line[2:].split(":")[0] for line in printed.getvalue().splitlines() if line.startswith("- ")]
             return words or "; ".join(cases)
-    return "(none when graded again: the outcome varies from one grading to the next)"
+    return "(none when graded again: the first grading ran past its clock, or its outcome varies)"
 
 
 def _visible_failure(namespace: dict, calls: list[judge.TestCall], points: float) -> str | None:
