@@ -88,23 +88,17 @@ def _check(cls: Callable) -> Callable:
 
     def check_one(seed, sizes, x, _memory, mask, train):
         *dims, dropout = sizes
-        if train:  # dropout=1.0 in training mode: both sublayers' outputs are dropped, the block returns x
-            # (the reference, which refuses a rate of 1, only lends its weights: built with 0.0)
-            module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=0.0, norm_first=True), sizes, seed,
-                                       x.dtype, what)
-            run_method(module, "train", what=f"{what}.train")
-            out, _ = run_block(module, ref, x, (), {"mask": mask}, what)
-            if not close(out, x):
-                raise CheckFailed("built with dropout=1.0, in training mode the block should drop every "
-                                  "sublayer's output and return x: each dropout uses the rate given")
-            return
-        if dropout is None:  # built without a rate: the default, 0.0, drops nothing even in training mode
-            module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=0.0, norm_first=True), tuple(dims), seed,
-                                       x.dtype, what)
+        if train or dropout is None:  # training mode, where a rate of 1.0 drops everything and 0.0 nothing
+            # (the reference, which refuses a rate of 1, only lends its weights: built with 0.0); built without
+            # a rate, the block's default is 0.0: the output is the reference's; built with 1.0, it is x itself
+            module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=0.0, norm_first=True),
+                                       sizes if train else tuple(dims), seed, x.dtype, what)
             run_method(module, "train", what=f"{what}.train")
             out, expected = run_block(module, ref, x, (), {"mask": mask}, what)
-            if not close(out, expected):
-                raise CheckFailed("built without a dropout rate, the block drops values in training mode: the "
+            if not close(out, x if train else expected):
+                raise CheckFailed("built with dropout=1.0, in training mode the block should drop every sublayer's "
+                                  "output and return x: each dropout uses the rate given" if train else
+                                  "built without a dropout rate, the block drops values in training mode: the "
                                   "default rate is dropout=0.0")
             return
         module, ref = build_beside(cls, TR.EncoderBlock(*dims, dropout=dropout, norm_first=True), sizes, seed,
