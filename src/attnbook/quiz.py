@@ -7,8 +7,9 @@ element. That needs no script: it opens by mouse or keyboard (Enter or Space on
 its summary) in the published book, offline, in JupyterLab and in a
 screen reader, which reads the summary as a button.
 
-In a question, ```code``` becomes ``<code>`` and ``$...$`` stays for MathJax;
-everything else is text (escaped, never markup).
+In a question, ```code``` becomes ``<code>`` and ``$...$`` becomes MathJax's
+``\\(...\\)`` (the quiz is marked for MathJax to typeset); everything else
+is text (escaped, never markup).
 
 >>> quiz = Quiz([
 ...     Choice("Which score grows with `d_k`?", ["additive", "dot-product"], answer=1,
@@ -33,8 +34,14 @@ LETTERS = "abcdefgh"
 
 
 def _text(source: str) -> str:
-    """``source`` as HTML: escaped, with `code` spans marked up (``$`` maths is left for MathJax)."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(source, quote=False))
+    """``source`` as HTML: escaped, `code` spans marked up, ``$`` maths as MathJax's inline ``\\(...\\)``."""
+    marked = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(source, quote=False))
+    return re.sub(r"\$([^$]+)\$", r"\\(\1\\)", marked)
+
+
+def _number(x: float) -> str:
+    """``x`` as a reader writes it: ``589,824``, ``0.5``, ``2.079``."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:.4g}"
 
 
 @dataclass(frozen=True)
@@ -78,16 +85,17 @@ class Number:
 
     def body(self) -> tuple[str, str]:
         """Nothing shown; folded away, the answer and how to get it."""
-        within = f" (anything within {self.tolerance:g} counts)" if self.tolerance else ""
+        within = f" (anything within {_number(self.tolerance)} counts)" if self.tolerance else ""
         unit = f" {_text(self.unit)}" if self.unit else ""
-        return "", f"<p>Answer: {self.answer:g}{unit}{within}</p><p>{_text(self.why)}</p>"
+        return "", f"<p>Answer: {_number(self.answer)}{unit}{within}</p><p>{_text(self.why)}</p>"
 
     def plain(self) -> list[str]:
         return [f"   (a number{f', in {self.unit}' if self.unit else ''})"]
 
 
 class Quiz:
-    """Questions shown as HTML in a notebook or the book (``_repr_html_``), as text elsewhere."""
+    """Questions shown as HTML in a notebook or the book (``_repr_html_``; the page's heading titles them),
+    as text elsewhere (titled ``title``)."""
 
     def __init__(self, questions: Sequence[Choice | Number], title: str = "Check your understanding") -> None:
         if not questions:
@@ -100,7 +108,7 @@ class Quiz:
             shown, folded = q.body()
             items.append(f"<li><p>{_text(q.question)}</p>{shown}<details>"
                          f"<summary>Answer to question {k}</summary>{folded}</details></li>")
-        return f'<div class="attnbook-quiz"><p><strong>{_text(self.title)}</strong></p><ol>{"".join(items)}</ol></div>'
+        return f'<div class="attnbook-quiz mathjax_process"><ol>{"".join(items)}</ol></div>'
 
     def __repr__(self) -> str:
         lines = [self.title]
