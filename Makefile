@@ -45,10 +45,12 @@ data: install
 # A failed build or page check forgets what Sphinx read (_build/.doctrees), so that the next `make book`
 # reads every page again and executes the pages that failed (jupyter-cache keeps only clean runs).
 # The page check: alt text, no CDN scripts, clean outputs, nothing too wide (tools/lint_pages.py).
+# The pages execute JOBS at a time into the jupyter-cache first (tools/execute_pages.py); the build renders them.
 book: data
 ifeq ($(CI),true)
 	rm -rf _build/.jupyter_cache   # CI always executes every notebook
 endif
+	$(PY) tools/execute_pages.py --jobs $(JOBS) || { rm -rf _build/.doctrees; exit 1; }
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going || { rm -rf _build/.doctrees; exit 1; }
 	$(PY) tools/lint_pages.py _build/html || { rm -rf _build/.doctrees; exit 1; }
 	@echo "Open the book: _build/html/index.html"
@@ -60,8 +62,9 @@ book-instructor: data
 		--toc _build/instructor-config/_toc.yml --config _build/instructor-config/_config.yml
 	@echo "Open the instructor edition: _build/instructor/_build/html/index.html"
 
+# JOBS pytest workers (pytest-xdist); tests/conftest.py groups the tests so each file runs on one worker.
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup
 
 # Ruff: pyflakes, pycodestyle, bugbear, pyupgrade and isort rules ([tool.ruff] in pyproject.toml); then mypy on
 # src/attnbook ([tool.mypy]; about a minute cold on 2 cores, seconds once .mypy_cache is warm).

@@ -86,9 +86,12 @@ def rows(path: Path) -> list[list[str]]:
         return list(csv.reader(fh))
 
 
-def repository_state() -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", "solutions",
-                           "chapters", "autograder", "src"], capture_output=True, text=True, cwd=ROOT).stdout
+def repository_state() -> list[str]:
+    """What git sees changed or added in the course's folders, Python's bytecode caches aside (the tests that
+    run beside this one, under pytest-xdist, import modules for the first time)."""
+    lines = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", "solutions",
+                            "chapters", "autograder", "src"], capture_output=True, text=True, cwd=ROOT).stdout
+    return [line for line in lines.splitlines() if "/__pycache__/" not in line]
 
 
 @pytest.mark.slow
