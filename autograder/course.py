@@ -106,7 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     ex = sub.add_parser("export", help="canvas.csv and totals.csv from the gradebook, late penalties applied")
     ex.add_argument("--roster", type=Path, default=None, help="Canvas's gradebook export with a student column")
     sub.add_parser("deadlines", help="check deadlines.csv alone: each assignment's due date and late policy")
+    sub.add_parser("settings", help="every ATTNBOOK_* setting: its default, unit, meaning and value here")
     args = parser.parse_args(argv)
+    if args.command == "settings":
+        from attnbook import settings
+
+        print(settings.table())
+        return 0
     if args.command == "release":
         return release(args.state, args.check)
     if args.command in ("collect", "export"):

@@ -72,6 +72,7 @@ def _grader() -> str:
     import torch
 
     import attnbook
+    from attnbook import settings
     from attnbook.grading import sandbox
 
     digest = hashlib.sha256()
@@ -80,13 +81,14 @@ def _grader() -> str:
     _digest_files(digest, ROOT, [p for p in HERE.rglob("*") if p.is_file() and p.suffix in _CONFIG_SUFFIXES
                                  and not set(p.relative_to(HERE).parts) & set(_NOT_GRADING)])
     _digest_files(digest, ROOT, [ROOT / "tools" / "book_assets.py"])
-    settings = {
+    grading = [s.name for s in settings.SETTINGS if s.name.startswith("ATTNBOOK_GRADING_")]
+    key = {
         "versions": [attnbook.__version__, sys.version, torch.__version__, nbgrader.__version__,
                      nbconvert.__version__, nbformat.__version__],
         "isolation": sandbox.isolation(),
-        "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith("ATTNBOOK_GRADING_")),
+        "settings": [(name, str(settings.value(name))) for name in grading],  # the limits in force
     }
-    digest.update(json.dumps(settings, sort_keys=True).encode())
+    digest.update(json.dumps(key, sort_keys=True).encode())
     return digest.hexdigest()
 
 

@@ -19,6 +19,8 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+from attnbook import settings
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SOLUTIONS = ROOT / "solutions"
@@ -73,10 +75,10 @@ def gradebook_url(state: Path) -> str:
     """The gradebook's database URL: ``ATTNBOOK_GRADEBOOK`` (a class on a server database sets it), else a
     SQLite file in the state folder. The one home of this default: ``nbgrader_config.py`` uses it too.
 
-    >>> gradebook_url(Path("/s")) == (os.environ.get("ATTNBOOK_GRADEBOOK") or "sqlite:////s/gradebook.db")
+    >>> gradebook_url(Path("/s")) == (settings.value("ATTNBOOK_GRADEBOOK") or "sqlite:////s/gradebook.db")
     True
     """
-    return os.environ.get("ATTNBOOK_GRADEBOOK") or f"sqlite:///{state / 'gradebook.db'}"
+    return str(settings.text("ATTNBOOK_GRADEBOOK") or f"sqlite:///{state / 'gradebook.db'}")
 
 
 def scripts_path() -> str:

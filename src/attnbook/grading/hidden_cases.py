@@ -19,11 +19,12 @@ True
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+from .. import settings
 
 if TYPE_CHECKING:
     from .engine import Case, Part
@@ -36,7 +37,7 @@ _LOADED: dict[Path, ModuleType] = {}
 
 def folder() -> Path | None:
     """The folder of the instructor's hidden cases, or ``None`` where there is none (a student's install)."""
-    given = os.environ.get(ENV)
+    given = settings.text(ENV)
     if given:
         path = Path(given)
         if not path.is_dir():

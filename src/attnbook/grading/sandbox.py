@@ -11,20 +11,10 @@ ends with it. Without bubblewrap, only the limits and the process group apply:
 grading refuses to start unless told the notebooks are trusted (:func:`refusal`),
 and says which isolation was in force where grades are reported (:func:`isolation`).
 
-Limits (environment variables; :func:`describe` says which are in force, and
-``python -m attnbook.grading.sandbox`` prints it):
-
-=====================================  =======  ==============================================
-``ATTNBOOK_GRADING_MEMORY_GIB``        4        a submission's memory: its processes and files
-``ATTNBOOK_GRADING_FILES_MIB``         256      what it may write (memory, counted in the above)
-``ATTNBOOK_GRADING_PROCESSES``         64       processes at once (a cgroup's ``pids.max``)
-``ATTNBOOK_GRADING_CPU_SECONDS``       300      CPU time per part
-``ATTNBOOK_GRADING_PART_SECONDS``      120      wall clock per part, on the judge's clock
-``ATTNBOOK_GRADING_SUBMISSION_SECONDS`` 900     wall clock for a whole submission
-``ATTNBOOK_GRADING_JUDGE_MEMORY_GIB``  4        the judge's address space
-``ATTNBOOK_GRADING_FRAME_MIB``         16       the largest reply the judge reads from a worker
-``ATTNBOOK_GRADING_OUTPUT_CHARS``      20000    a part's feedback (the rest is counted, not kept)
-=====================================  =======  ==============================================
+Its limits are the ``ATTNBOOK_GRADING_*`` settings (:mod:`attnbook.settings`:
+``python -m attnbook.settings`` prints them with their defaults and units;
+:func:`describe` says which are in force, and ``python -m
+attnbook.grading.sandbox`` prints it).
 
 The memory and process caps need a control group (:mod:`._cgroups`); without
 one, every process of the worker is held to an address space of the memory
@@ -45,19 +35,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import settings
 from . import _cgroups
 
 WORKER = "/opt/attnbook-worker"  # the worker's two files, read-only, as it sees them
 SWEPT = Path(tempfile.gettempdir()) / "attnbook-sandboxes"  # the host's sandbox folders, one per submission
 
-_DEFAULTS = {"memory_gib": 4, "files_mib": 256, "processes": 64, "cpu_seconds": 300, "part_seconds": 120,
-             "submission_seconds": 900, "judge_memory_gib": 4, "frame_mib": 16, "output_chars": 20000}
-
-
 def limits() -> dict[str, float]:
-    """Every limit of :data:`_DEFAULTS`, as the environment sets it (``ATTNBOOK_GRADING_<NAME>``)."""
-    return {name: float(os.environ.get(f"ATTNBOOK_GRADING_{name.upper()}", default))
-            for name, default in _DEFAULTS.items()}
+    """Every grading limit in force, by its short name (``ATTNBOOK_GRADING_PART_SECONDS`` is ``part_seconds``)."""
+    return settings.grading()
 
 
 def _bytes(gib: float = 0.0, mib: float = 0.0) -> int:
@@ -95,7 +81,7 @@ def new_cgroup() -> _cgroups.Cgroup | None:
 def isolation() -> str:
     """``"bubblewrap"`` if it runs here, else ``"none"`` (limits and process group only)."""
     bwrap = shutil.which("bwrap")
-    if bwrap is None or os.environ.get("ATTNBOOK_GRADING_SANDBOX") == "none":
+    if bwrap is None or settings.text("ATTNBOOK_GRADING_SANDBOX") == "none":
         return "none"
     probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "--uid", "65534",
                             "--die-with-parent", "true"], capture_output=True)
@@ -112,7 +98,7 @@ def refusal(strict: bool = False) -> str | None:
     """
     if isolation() == "bubblewrap":
         return None
-    opted_out = os.environ.get("ATTNBOOK_GRADING_SANDBOX") == "none"
+    opted_out = settings.text("ATTNBOOK_GRADING_SANDBOX") == "none"
     if opted_out and not strict:
         return None
     if opted_out:
