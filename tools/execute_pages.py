@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -62,6 +63,17 @@ def read(path: Path) -> nbformat.NotebookNode:
     return myst_nb_reader_plugin(str(path))
 
 
+def training(path: Path) -> tuple[int, int]:
+    """How much ``path``'s code cells train (calls of ``fit``, ``pretrain``, ``finetune``, ``train_*``), and
+    how long they are.
+
+    >>> training(ROOT / "grading.md")[0], training(ROOT / "chapters" / "04-gpt-bpe" / "2-gpt.md")[0] > 0
+    (0, True)
+    """
+    code = "".join(re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", path.read_text(), re.S))
+    return len(re.findall(r"\b(?:fit|pretrain|finetune|train_\w+)\(", code)), len(code)
+
+
 def execute(path: Path) -> tuple[str, str | None, float, str | None]:
     """Run ``path``'s cells in its own folder: (its executed notebook as JSON or None, seconds, the error)."""
     from jupyter_cache.executors.utils import single_nb_execution
@@ -88,9 +100,10 @@ def main(argv: list[str] | None = None) -> int:
             cache.match_cache_notebook(read(path))
         except KeyError:
             todo.append(path)
-    # The longest pages first (the last run's seconds, else the amount of code), so that none runs alone at the end.
+    # The longest pages first, so that none runs alone at the end: by the last run's seconds where the cache
+    # knows them, else those that train models (by their training calls, then their code), then the others.
     last = {r.uri: r.data.get("execution_seconds", 0) for r in cache.list_cache_records()}
-    todo.sort(key=lambda p: -(last.get(str(p)) or len(p.read_text()) / 1000))
+    todo.sort(key=lambda p: (last.get(str(p), 0), *training(p)), reverse=True)
     threads = str(max(1, (os.cpu_count() or 1) // max(1, args.jobs)))
     os.environ.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)  # the kernels' share of the cores
     print(f"executing {len(todo)} pages, {args.jobs} at a time ({threads} thread each); "
