@@ -62,9 +62,9 @@ book-instructor: data
 		--toc _build/instructor-config/_toc.yml --config _build/instructor-config/_config.yml
 	@echo "Open the instructor edition: _build/instructor/_build/html/index.html"
 
-# JOBS pytest workers (pytest-xdist); tests/conftest.py groups the tests so each file runs on one worker.
+# JOBS pytest workers (pytest-xdist), each file on one worker; tests/conftest.py starts the end-to-end files first.
 test: install
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup
+	$(PY) -m pytest -n $(JOBS) --dist loadfile
 
 # Ruff: pyflakes, pycodestyle, bugbear, pyupgrade and isort rules ([tool.ruff] in pyproject.toml); then mypy on
 # src/attnbook ([tool.mypy]; about a minute cold on 2 cores, seconds once .mypy_cache is warm).

@@ -1,4 +1,4 @@
-"""Shared test set-up: the tests' groups for pytest-xdist, GPU tests skipped where no CUDA
+"""Shared test set-up: the end-to-end files first (for pytest-xdist), GPU tests skipped where no CUDA
 device is present, the helpers beside the tests (``oracles``, ``exercise_harness``)
 importable, and ``one_thread`` to run a test on one PyTorch thread."""
 
@@ -11,16 +11,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Group the tests for ``pytest -n N --dist loadgroup`` (``make test``): each file runs on one worker
-    (its module fixtures are built once), and the files with end-to-end tests (``slow``: a class graded
-    through the sandbox, each with two judges at once) run one after another on one worker, first, while
-    the other workers take the rest. Without GPU, the ``gpu`` tests are skipped."""
+    """The files with end-to-end tests (``slow``: a class graded through the sandbox) first: ``make test``
+    runs each file on one pytest-xdist worker (``--dist loadfile``, its module fixtures built once), so the
+    longest start at once and the short files fill the cores after. Without GPU, the ``gpu`` tests are
+    skipped."""
     slow_files = {item.path for item in items if "slow" in item.keywords}
-    for item in items:
-        group = "end-to-end" if item.path in slow_files else item.path.stem
-        item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.path not in slow_files)  # stable: the slow files first, in order
     if torch.cuda.is_available():
         return
