@@ -6,6 +6,8 @@
 #   make report [STATE=folder], make export [ROSTER=roster.csv], make deadlines, make grader-check.
 # Maintainers: make lint runs Ruff on every .py file, then mypy on src/attnbook (settings in pyproject.toml;
 #   CI runs it before make test);
+#   make a11y checks every page of _build/html with axe-core in headless Chromium (WCAG 2.1 AA; CI runs it
+#   after make book; tools/a11y.mjs);
 #   make checkpoints [NAMES=...] [DEVICE=cuda] rebuilds the trained models the book loads;
 #   make mutants [CHAPTERS=...] and make routes test the hidden cases and the refused routes.
 # Cleanup: make clean.
@@ -22,7 +24,7 @@ TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/d
 	echo https://download.pytorch.org/whl/cpu)
 
 .PHONY: install data book book-instructor test lint checkpoints release collect grade gather report export deadlines \
-	grader-check mutants routes clean
+	grader-check mutants routes clean a11y
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +67,18 @@ book-instructor: data
 # JOBS pytest workers (pytest-xdist), each file on one worker; tests/conftest.py starts the end-to-end files first.
 test: install
 	$(PY) -m pytest -n $(JOBS) --dist loadfile
+
+# The accessibility check's node modules (axe-core, puppeteer-core: exact versions in package-lock.json), for
+# Debian's Chromium: no browser is downloaded. `make a11y` checks every page of the built book against
+# WCAG 2.0 and 2.1, A and AA, and prints page, rule and element for each violation.
+NODE_STAMP := node_modules/.installed
+$(NODE_STAMP): package.json package-lock.json
+	PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+a11y: $(NODE_STAMP)
+	node tools/a11y.mjs --all _build/html
+test: $(NODE_STAMP)  # tests/test_a11y.py runs the check on what the grader writes
 
 # Ruff: pyflakes, pycodestyle, bugbear, pyupgrade and isort rules ([tool.ruff] in pyproject.toml); then mypy on
 # src/attnbook ([tool.mypy]; about a minute cold on 2 cores, seconds once .mypy_cache is warm).

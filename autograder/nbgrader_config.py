@@ -46,6 +46,9 @@ c.GenerateFeedback.preprocessors = [
     "feedback_filters.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# The code's colours: the book's pygments style (accessible-pygments, as pydata-sphinx-theme's), every colour at
+# 7:1 or more on white; nbconvert's own has comments and keywords under WCAG AA's 4.5:1 on a cell's grey.
+c.CSSHTMLHeaderPreprocessor.style = "a11y-high-contrast-light"
 
 # nbgrader's own autograde would run the students' code outside the sandbox: refused, before it touches anything.
 c.Autograde.exporter_class = "no_autograde.UseMakeGrade"

@@ -57,6 +57,10 @@ def instructor_config(config: dict) -> dict:
     config["title"] = f"{config['title']} (instructor edition)"
     config["execute"]["exclude_patterns"] = ["*chapters/*/exercises.ipynb"]  # solutions.ipynb runs
     config["execute"]["cache"] = str(ROOT / "_build" / ".jupyter_cache")  # the student book's executions
+    # jupyter-book finds a local extension beside the _config.yml that names it: this one is written elsewhere.
+    extensions = config.get("sphinx", {}).get("local_extensions") or {}
+    for name, folder in extensions.items():
+        extensions[name] = str(ROOT / folder)
     return config
 
 

@@ -17,6 +17,15 @@ from matplotlib.figure import Figure
 
 ArrayLike = Any  # a torch.Tensor, a NumPy array or nested lists of numbers
 
+# Figures readable without colour vision (tests/test_a11y_colour.py simulates deuteranopia, protanopia and
+# tritanopia on these): series take their colour from Okabe & Ito's palette ("Color Universal Design", 2008),
+# blue, orange, green and vermilion first like matplotlib's C0..C3, and a second cue besides: a line style
+# and a marker for a line, a hatch for a bar.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
+
 
 def _to_numpy(name: str, x: ArrayLike) -> np.ndarray:
     """A float/int NumPy copy of a tensor or array, or a TypeError naming ``name``."""

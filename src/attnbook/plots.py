@@ -33,7 +33,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from attnbook._checks import positive_int
-from attnbook._plotting import ArrayLike, _escape, _grid, _new_axes, _to_numpy
+from attnbook._plotting import HATCHES, LINESTYLES, MARKERS, PALETTE, ArrayLike, _escape, _grid, _new_axes, _to_numpy
 
 # the attention plots live in attnbook.attention_plots: ``from attnbook.plots import attention_heatmap`` still works
 from attnbook.attention_plots import alignment_step as alignment_step
@@ -203,7 +203,9 @@ def training_curves(
     share the left axis; other metrics (accuracy, ...) get a right-hand axis.
     The noisy train loss is drawn faintly with a moving average of ``smooth``
     steps on top (default: about 1/20 of the run). ``metrics`` picks which
-    eval metrics to draw. A plain dict with the same keys works too.
+    eval metrics to draw. A plain dict with the same keys works too. Each
+    line has its own colour, line style and marker, so that no line is told
+    from another by its colour alone.
 
     >>> h = {"steps": [1, 2, 3, 4], "train_loss": [2.0, 1.5, 1.0, 0.8],
     ...      "evals": [{"step": 2, "val_loss": 1.6, "acc": 0.5}, {"step": 4, "val_loss": 1.1, "acc": 0.7}]}
@@ -225,11 +227,11 @@ def training_curves(
         window = max(1, len(train_loss) // 20) if smooth is None else positive_int("smooth", smooth)
         window = min(window, len(train_loss))
         if window > 1:
-            ax.plot(steps, train_loss, color="C0", alpha=0.25, linewidth=1)
+            ax.plot(steps, train_loss, color=PALETTE[0], alpha=0.25, linewidth=1)
             smoothed = np.convolve(train_loss, np.ones(window) / window, mode="valid")
-            lines += ax.plot(steps[window - 1:], smoothed, color="C0", label="train loss")
+            lines += ax.plot(steps[window - 1:], smoothed, color=PALETTE[0], label="train loss")
         else:
-            lines += ax.plot(steps, train_loss, color="C0", label="train loss")
+            lines += ax.plot(steps, train_loss, color=PALETTE[0], label="train loss")
     losses = [m for m in names if "loss" in m.lower()]
     others = [m for m in names if m not in losses]
     right = ax.twinx() if others else None
@@ -237,7 +239,9 @@ def training_curves(
         xs = [int(r["step"]) for r in evals if name in r]
         ys = [float(r[name]) for r in evals if name in r]
         target = ax if name in losses or right is None else right
-        lines += target.plot(xs, ys, marker="o", markersize=3, color=f"C{i + 1}", label=_escape(name))
+        lines += target.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], markersize=4,  # not by colour alone
+                             linestyle=LINESTYLES[(i + 1) % len(LINESTYLES)], color=PALETTE[(i + 1) % len(PALETTE)],
+                             label=_escape(name))
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     if logy:
@@ -266,8 +270,10 @@ def grouped_bars(
     ``values`` maps a series' name (its legend label) to one value per group;
     the bars of a group are ``width`` wide (default ``0.8 / len(values)``) and
     centred on it. ``value_format`` (e.g. ``"{:.0%}"``) writes each value
-    above its bar. A group's name may hold line breaks. The caller sets the
-    limits, labels and legend.
+    above its bar. A group's name may hold line breaks. Each series has its own
+    hatch as well as its colour (``colors``, default the course's colour-blind
+    safe palette), so that the legend reads without colour vision. The caller
+    sets the limits, labels and legend.
 
     >>> ax = grouped_bars({"a": [1.0, 2.0], "b": [3.0, 4.0]}, ["x", "y"], value_format="{:.0f}")
     >>> len(ax.patches), [t.get_text() for t in ax.texts], [t.get_text() for t in ax.get_xticklabels()]
@@ -286,7 +292,9 @@ def grouped_bars(
     width = 0.8 / n if width is None else width
     for i, (name, series) in enumerate(values.items()):
         xs = [k + (i - (n - 1) / 2) * width for k in range(len(groups))]  # centred on the group
-        ax.bar(xs, list(series), width=width, label=_escape(name), color=None if colors is None else colors[i])
+        ax.bar(xs, list(series), width=width, label=_escape(name),
+               color=PALETTE[i % len(PALETTE)] if colors is None else colors[i],
+               hatch=HATCHES[i % len(HATCHES)], edgecolor="0.25", linewidth=0.6)
         if value_format is not None:
             for x, v in zip(xs, series, strict=True):
                 ax.text(x, v + 0.02, value_format.format(v), ha="center", fontsize=8)

@@ -24,13 +24,16 @@ from ._common import _png
 
 __all__ = ["MASKING_COLOURS", "masking_outcomes", "draw_masking", "masking_legend", "masking_explorer"]
 
-# What happened to each token, and its colour in the pictures.
+# What happened to each token, and its colour in the pictures: Okabe & Ito's vermilion, orange and sky blue,
+# told apart with any common colour-vision deficiency (tests/test_a11y_colour.py; matplotlib's red, orange and
+# green were not), and black text on each at 5:1 or more. The text says it too: a chosen token has its
+# original above it.
 MASKING_COLOURS = {
     "special": "0.85",  # [CLS], [SEP], [PAD]: never chosen
     "not chosen": "white",  # read as is, no loss
-    "[MASK]": "#d62728",  # chosen, replaced by [MASK] (80 %)
-    "random": "#ff7f0e",  # chosen, replaced by a random token (10 %)
-    "unchanged": "#2ca02c",  # chosen, left as it was (10 %) -- still predicted
+    "[MASK]": "#D55E00",  # chosen, replaced by [MASK] (80 %)
+    "random": "#E69F00",  # chosen, replaced by a random token (10 %)
+    "unchanged": "#56B4E9",  # chosen, left as it was (10 %) -- still predicted
 }
 
 
