@@ -146,7 +146,7 @@ def alignment_step(
     *,
     fig: Figure | None = None,
 ) -> Figure:
-    """One decoder step of a (T, S) alignment: the row ``γ_t`` as bars, above the rows written so far.
+    """One decoder step of a (T, S) alignment: the row ``α_t`` as bars, above the rows written so far.
 
     Row ``t = step`` of ``weights`` is drawn as a bar chart over the S source
     labels ``x_labels``; below it, a heatmap of rows ``0 .. t`` (the later
@@ -174,7 +174,7 @@ def alignment_step(
         fig = plt.figure(figsize=(min(3.0 + 0.25 * S, 13), min(3.5 + 0.22 * T, 10)), layout="constrained")
     ax_row, ax_map = fig.subplots(2, 1, height_ratios=[1, max(1.5, 0.12 * T)])
     ax_row.bar(range(S), w[step], color="C1", width=0.8)
-    ax_row.set(xlim=(-0.5, S - 0.5), ylim=(0, 1), ylabel=r"$\gamma_{tj}$")
+    ax_row.set(xlim=(-0.5, S - 0.5), ylim=(0, 1), ylabel=r"$\alpha_{tj}$")
     _set_ticks(ax_row, xl, None)
     so_far = "".join(yl[: step + 1])
     ax_row.set_title(f"step t = {step} writes {yl[step]!r}; output so far: {so_far}", fontsize=10)

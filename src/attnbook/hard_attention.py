@@ -2,26 +2,26 @@
 
 Given alignment scores ``e`` (B, S) -- for example from
 :meth:`attnbook.attention.AdditiveAttention.scores`, ``-inf`` at padding --
-and the values ``z`` (B, S, d_v) they score, the weights ``γ = softmax(e)``
+and the values ``h`` (B, S, d_v) they score, the weights ``α = softmax(e)``
 are a probability distribution over the S positions:
 
-* :func:`soft_attention` takes the expectation, ``c = Σ_j γ_j z_j``:
+* :func:`soft_attention` takes the expectation, ``c = Σ_j α_j h_j``:
   deterministic and differentiable (Bahdanau et al., 2015);
-* :func:`sample_hard_attention` draws one position ``j ~ γ`` and returns
-  ``c = z_j``: stochastic, and nothing flows back through the draw
+* :func:`sample_hard_attention` draws one position ``j ~ α`` and returns
+  ``c = h_j``: stochastic, and nothing flows back through the draw
   (Xu et al., 2015, "hard" attention).
 
-The gradient of an expected loss ``E_{j~γ}[f(z_j)]`` with respect to the
+The gradient of an expected loss ``E_{j~α}[f(h_j)]`` with respect to the
 scores therefore needs a Monte-Carlo estimate. :func:`score_function_gradient`
-is the score-function (REINFORCE) estimate, ``∇_e E[f] = E[f(z_j) ∇_e log γ_j]``
-with ``∇_e log γ_j = onehot(j) - γ``, and a leave-one-out baseline that keeps
+is the score-function (REINFORCE) estimate, ``∇_e E[f] = E[f(h_j) ∇_e log α_j]``
+with ``∇_e log α_j = onehot(j) - α``, and a leave-one-out baseline that keeps
 it unbiased and cuts its variance; :func:`exact_gradient` is the exact value,
-``γ_k (f(z_k) - Σ_j γ_j f(z_j))``, for checking it (affordable only because S
+``α_k (f(h_k) - Σ_j α_j f(h_j))``, for checking it (affordable only because S
 is small here). :func:`estimator_errors` measures how far repeated estimates
 fall from that value, for growing numbers of draws.
 
 Shape legend: ``B`` batch, ``S`` positions (keys), ``d_v`` value width,
-``N`` Monte-Carlo samples.
+``n`` Monte-Carlo samples (draws).
 
 References: Xu et al., *Show, Attend and Tell* (2015), section 4.1;
 Williams, *Simple statistical gradient-following algorithms* (1992);
@@ -107,13 +107,13 @@ def score_function_gradient(
 ) -> torch.Tensor:
     """Monte-Carlo estimate (B, S) of ``∂/∂scores E_{j~softmax(scores)}[f(values_j)]``.
 
-    Draws ``N = num_samples`` hard attentions per row, ``j_1 .. j_N``, and
-    returns ``1/(N-1) Σ_n (f_n - f̄) (onehot(j_n) - γ)`` with ``f_n =
-    f(values[b, j_n])`` and ``f̄`` the mean of the N values of ``f`` of the row.
+    Draws ``n = num_samples`` hard attentions per row, ``j_1 .. j_n``, and
+    returns ``1/(n-1) Σ_i (f_i - f̄) (onehot(j_i) - α)`` with ``f_i =
+    f(values[b, j_i])`` and ``f̄`` the mean of the n values of ``f`` of the row.
     This is the score-function estimate with each sample's baseline the mean
-    of the *other* samples (``f_n - mean_{m≠n} f_m = N/(N-1) (f_n - f̄)``), so
+    of the *other* samples (``f_i - mean_{m≠i} f_m = n/(n-1) (f_i - f̄)``), so
     it is unbiased, and a constant added to ``f`` changes nothing. ``f`` maps
-    contexts (B, d_v) to one loss per row (B,). Needs ``N >= 2``.
+    contexts (B, d_v) to one loss per row (B,). Needs ``n >= 2``.
 
     >>> _ = torch.manual_seed(0)
     >>> scores, values = torch.randn(1, 3), torch.randn(1, 3, 2)
@@ -129,34 +129,34 @@ def score_function_gradient(
         raise ValueError(f"num_samples must be at least 2 (the baseline needs another sample), got {num_samples}")
     weights = torch.softmax(scores, dim=-1)  # (B, S)
     B, S = scores.shape
-    index = torch.multinomial(weights, num_samples, replacement=True, generator=generator)  # (B, N)
+    index = torch.multinomial(weights, num_samples, replacement=True, generator=generator)  # (B, n)
     rows = torch.arange(B, device=values.device)[:, None]  # (B, 1)
-    contexts = values[rows, index]  # (B, N, d_v)
-    losses = torch.stack([f(contexts[:, n]) for n in range(num_samples)], dim=1)  # (B, N)
+    contexts = values[rows, index]  # (B, n, d_v)
+    losses = torch.stack([f(contexts[:, n]) for n in range(num_samples)], dim=1)  # (B, n)
     if losses.shape != (B, num_samples):
         raise ValueError(f"f must map contexts (B, d_v) to one loss per row (B,), got {tuple(losses.shape[:1])}")
-    advantage = losses - losses.mean(dim=1, keepdim=True)  # (B, N): f_n - f̄
-    onehot = torch.nn.functional.one_hot(index, S).to(scores.dtype)  # (B, N, S)
-    score = onehot - weights.unsqueeze(1)  # (B, N, S): ∇ log γ_j for each draw
+    advantage = losses - losses.mean(dim=1, keepdim=True)  # (B, n): f_i - f̄
+    onehot = torch.nn.functional.one_hot(index, S).to(scores.dtype)  # (B, n, S)
+    score = onehot - weights.unsqueeze(1)  # (B, n, S): ∇ log α_j for each draw
     return (advantage.unsqueeze(-1) * score).sum(dim=1) / (num_samples - 1)  # (B, S)
 
 
 def exact_gradient(
     scores: torch.Tensor, values: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor]
 ) -> torch.Tensor:
-    """The exact ``∂/∂scores Σ_j γ_j f(values_j)`` (B, S), ``γ = softmax(scores)``: ``γ_k (f_k - Σ_j γ_j f_j)``.
+    """The exact ``∂/∂scores Σ_j α_j f(values_j)`` (B, S), ``α = softmax(scores)``: ``α_k (f_k - Σ_j α_j f_j)``.
 
     Evaluates ``f`` at all S values of each row, so it costs S calls of f on
     (B, d_v) contexts: fine for checking an estimate, not for training.
 
-    >>> scores = torch.zeros(1, 2)                            # γ = (0.5, 0.5)
+    >>> scores = torch.zeros(1, 2)                            # α = (0.5, 0.5)
     >>> values = torch.tensor([[[1.0], [3.0]]])
     >>> exact_gradient(scores, values, lambda c: c.sum(-1))   # f = (1, 3), mean 2
     tensor([[-0.5000,  0.5000]])
     """
     scores, values = _check_scores_values(scores, values)
     weights = torch.softmax(scores, dim=-1)  # (B, S)
-    losses = torch.stack([f(values[:, j]) for j in range(values.shape[1])], dim=1)  # (B, S): f(z_j)
+    losses = torch.stack([f(values[:, j]) for j in range(values.shape[1])], dim=1)  # (B, S): f(h_j)
     mean = (weights * losses.masked_fill(weights == 0, 0.0)).sum(dim=-1, keepdim=True)  # (B, 1): E[f]
     return weights * (losses - mean).masked_fill(weights == 0, 0.0)  # (B, S)
 

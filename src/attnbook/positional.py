@@ -3,10 +3,10 @@
 Self-attention is permutation-equivariant, so a Transformer adds a position
 vector to every token embedding. Two ways are here:
 
-* **sinusoidal** (fixed): ``P[t, 2i] = sin(t / 10000^(2i/d))`` and
-  ``P[t, 2i+1] = cos(t / 10000^(2i/d))``; every entry lies in [-1, 1], every
-  position gets its own row, it is defined for any length, and ``P[t + k]`` is a
-  fixed rotation of ``P[t]`` (:func:`relative_shift_matrix`), which makes
+* **sinusoidal** (fixed): ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))`` and
+  ``PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model))``; every entry lies in [-1, 1],
+  every position gets its own row, it is defined for any length, and
+  ``PE[pos + k]`` is a fixed rotation of ``PE[pos]`` (:func:`relative_shift_matrix`), which makes
   relative offsets easy for attention to read;
 * **learned**: a trainable ``(max_len, d_model)`` table, as in BERT and GPT; it
   can fit whatever the task needs but knows no position beyond ``max_len``.
@@ -16,7 +16,8 @@ frequency), as in the paper's formula. ``d_model`` must be even: an odd width
 would leave one sine without its cosine partner, and the shift property would
 no longer hold, so odd widths are rejected with a ``ValueError``.
 
-Shape legend: ``B`` batch, ``T`` sequence length, ``d_model`` width.
+Shape legend: ``B`` batch, ``T`` sequence length, ``d_model`` width. Positions ``pos``
+count from 0, as the rows of a table do.
 
 References: Vaswani et al., *Attention Is All You Need* (2017), section 3.5;
 Devlin et al., *BERT* (2019), section 3 (learned position embeddings).
@@ -58,7 +59,7 @@ def sinusoidal_positions(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """The (T, d_model) sinusoidal table: ``P[t, 2i] = sin(t w_i)``, ``P[t, 2i+1] = cos(t w_i)``.
+    """The (T, d_model) sinusoidal table: ``PE[pos, 2i] = sin(pos w_i)``, ``PE[pos, 2i+1] = cos(pos w_i)``.
 
     ``w_i = 1 / base^(2i / d_model)``: the first pair turns fastest (like the
     lowest bit of a binary counter), the last pair slowest. Computed in float64,
@@ -80,21 +81,21 @@ def sinusoidal_positions(
 
 def relative_shift_matrix(k: int, d_model: int, *, base: float = 10000.0, dtype: torch.dtype = torch.float32,
                           device: torch.device | str | None = None) -> torch.Tensor:
-    """The (d_model, d_model) matrix ``M_k`` with ``P[t + k] = M_k @ P[t]`` for *every* t.
+    """The (d_model, d_model) matrix ``M_k`` with ``PE[pos + k] = M_k @ PE[pos]`` for *every* pos.
 
     By the angle-sum formulas each (sin, cos) pair of frequency ``w`` turns by
     the angle ``k w``::
 
-        [sin(w(t+k))]   [ cos(kw)  sin(kw)] [sin(wt)]
-        [cos(w(t+k))] = [-sin(kw)  cos(kw)] [cos(wt)]
+        [sin(w(pos+k))]   [ cos(kw)  sin(kw)] [sin(w pos)]
+        [cos(w(pos+k))] = [-sin(kw)  cos(kw)] [cos(w pos)]
 
     so ``M_k`` is block-diagonal with these 2 x 2 rotations; it depends on the
-    offset ``k`` only, never on ``t``. For a (T, d_model) table ``P`` (rows are
-    positions) this reads ``P[k:] == P[:-k] @ M_k.T``.
+    offset ``k`` only, never on ``pos``. For a (T, d_model) table ``PE`` (rows are
+    positions) this reads ``PE[k:] == PE[:-k] @ M_k.T``.
 
-    >>> P = sinusoidal_positions(10, 8, dtype=torch.float64)
+    >>> PE = sinusoidal_positions(10, 8, dtype=torch.float64)
     >>> M = relative_shift_matrix(3, 8, dtype=torch.float64)
-    >>> torch.allclose(P[3:], P[:-3] @ M.T)
+    >>> torch.allclose(PE[3:], PE[:-3] @ M.T)
     True
     >>> relative_shift_matrix(1, 2)  # one pair, w = 1: a rotation by 1 radian
     tensor([[ 0.5403,  0.8415],
@@ -117,7 +118,7 @@ class SinusoidalPositions(nn.Module):
     for any position.
 
     >>> pos = SinusoidalPositions(16, 4)
-    >>> pos(torch.zeros(2, 3, 4))[0]  # zeros + P[:3]
+    >>> pos(torch.zeros(2, 3, 4))[0]  # zeros + PE[:3]
     tensor([[ 0.0000,  1.0000,  0.0000,  1.0000],
             [ 0.8415,  0.5403,  0.0100,  0.9999],
             [ 0.9093, -0.4161,  0.0200,  0.9998]])

@@ -84,7 +84,7 @@ class Seq2SeqConfig(PresetConfig):
     src_vocab_size: int  # source ids are 0 .. src_vocab_size - 1 (pad, bos, eos, unk included)
     tgt_vocab_size: int  # target ids are 0 .. tgt_vocab_size - 1
     embed_dim: int = 32  # width E of the character embeddings (source and target have their own)
-    hidden_size: int = 128  # decoder state s_t and annotation z_j width (hidden_size // 2 per encoder direction)
+    hidden_size: int = 128  # decoder state s_t and annotation h_j width (hidden_size // 2 per encoder direction)
     attention: str | None = "additive"  # "additive" (Bahdanau), "general"/"dot" (Luong), None: no attention
     attn_size: int = 64  # hidden width of the additive alignment MLP (unused by the others)
     bidirectional: bool = True  # encoder reads left-to-right and right-to-left (Bahdanau) or one way only

@@ -5,7 +5,7 @@
 importable too).
 
 The :class:`Encoder` reads the source characters with a bidirectional GRU and
-returns one annotation ``z_j`` per position (the *memory*) and a *summary*, its
+returns one annotation ``h_j`` per position (the *memory*) and a *summary*, its
 final states. Both decoders are GRU cells that emit one character per step
 from the previous character, their state ``s`` and a context vector ``c``;
 they differ only in where ``c`` comes from:
@@ -13,9 +13,9 @@ they differ only in where ``c`` comes from:
 * :class:`PlainDecoder` (Cho et al., 2014): ``c`` is the encoder's summary,
   the same fixed-size vector at every step -- the *bottleneck* through which
   the whole source must pass.
-* :class:`AttentionDecoder` (Bahdanau et al., 2015): ``c_t = Σ_j γ_tj z_j``,
-  a new mixture of the annotations at every step, with weights ``γ_tj`` from
-  an alignment model ``e_tj = a(s_{t-1}, z_j)`` --
+* :class:`AttentionDecoder` (Bahdanau et al., 2015): ``c_t = Σ_j α_tj h_j``,
+  a new mixture of the annotations at every step, with weights ``α_tj`` from
+  an alignment model ``e_tj = a(s_{t-1}, h_j)`` --
   :class:`attnbook.alignment.AdditiveAttention` or
   :class:`attnbook.alignment.LuongAttention`.
 
@@ -23,7 +23,7 @@ One decoder step is ``step(prev_token, hidden, memory, mask) -> (logits,
 hidden, weights)``. Token ids follow :class:`attnbook.data.CharVocab`
 (``<pad>`` = 0); masks are boolean, ``True`` = may attend; sources are
 right-padded. Shape legend: ``B`` batch, ``S`` source length, ``E`` embedding
-width, ``H`` hidden size, ``C`` context size, ``V`` vocabulary size.
+width, ``H`` hidden size (the book's d_h), ``C`` context size, ``V`` vocabulary size.
 
 References: Cho et al. (2014); Bahdanau, Cho & Bengio (2015); Luong, Pham &
 Manning (2015).
@@ -46,9 +46,9 @@ __all__ = ["Encoder", "PlainDecoder", "AttentionDecoder"]
 class Encoder(nn.Module):
     """Embeds source ids (B, S) and reads them with a GRU: ``forward(src) -> (memory, summary)``.
 
-    ``memory`` (B, S, hidden_size) holds one annotation ``z_j`` per position --
+    ``memory`` (B, S, hidden_size) holds one annotation ``h_j`` per position --
     with ``bidirectional=True`` the forward and backward states side by side,
-    ``hidden_size // 2`` each, so that ``z_j`` sees the whole sentence around
+    ``hidden_size // 2`` each, so that ``h_j`` sees the whole sentence around
     position ``j``. ``summary`` (B, hidden_size) is the GRU's final state (the
     forward state after the last real token, then the backward state after
     the first): all that a decoder without attention ever sees of the source.
@@ -211,8 +211,8 @@ class AttentionDecoder(_DecoderBase):
 
     ``step(prev_token, hidden, memory, mask) -> (logits, hidden, weights)``:
 
-    1. ``γ_t = softmax_j a(s_{t-1}, z_j)`` over the unmasked positions, and
-       ``c_t = Σ_j γ_tj z_j`` (``weights`` γ_t is (B, S), ``c_t`` (B, context_size));
+    1. ``α_t = softmax_j a(s_{t-1}, h_j)`` over the unmasked positions, and
+       ``c_t = Σ_j α_tj h_j`` (``weights`` α_t is (B, S), ``c_t`` (B, context_size));
     2. ``s_t = GRUCell([E y_{t-1}; c_t], s_{t-1})``;
     3. ``logits = W_o [s_t; c_t; E y_{t-1}]`` (B, V).
 

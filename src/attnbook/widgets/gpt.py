@@ -124,7 +124,7 @@ def sampling_explorer(
                       title=f"the model's next-token distribution (top {len(order)} of {V})")
         ax_after.bar(x, after[order].numpy(), color="C1")
         ax_after.bar(x, before[order].numpy(), fill=False, edgecolor="0.6", linewidth=0.6)  # outline: before
-        setting = "greedy" if t == 0 else f"T = {t:g}, top-k = {k or 'off'}, top-p = {p or 'off'}"
+        setting = "greedy" if t == 0 else f"τ = {t:g}, top-k = {k or 'off'}, top-p = {p or 'off'}"
         ax_after.set(title=f"sampled from: {setting}; {kept} tokens kept")
         for ax in (ax_before, ax_after):
             ax.set_xticks(list(x), names, fontsize=9 if len(order) <= 30 else 7)

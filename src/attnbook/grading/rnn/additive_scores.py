@@ -1,4 +1,4 @@
-"""Part 1: Bahdanau's additive alignment scores ``e_j = vᵀ tanh(W s + U z_j)``, -inf at the padding.
+"""Part 1: Bahdanau's additive alignment scores ``e_j = vᵀ tanh(W s + U h_j)``, -inf at the padding.
 
 The checker builds the student's ``AdditiveAttention(query_size, key_size,
 attn_size)``, copies the parameters of a randomized reference into it by name
@@ -59,20 +59,20 @@ def _variants(ref, s, z, mask):
     fill = functools.partial(apply_mask, mask=mask)
     variants = mask_mistakes(v(torch.tanh(Ws.unsqueeze(1) + Uz)).squeeze(-1), mask)
     variants += [
-        ("tanh is missing: the alignment model is vᵀ tanh(W s + U z_j), a small MLP, not a linear map",
+        ("tanh is missing: the alignment model is vᵀ tanh(W s + U h_j), a small MLP, not a linear map",
          fill(v(Ws.unsqueeze(1) + Uz).squeeze(-1))),
-        ("tanh is applied after v: the alignment model is vᵀ tanh(W s + U z_j), with tanh inside",
+        ("tanh is applied after v: the alignment model is vᵀ tanh(W s + U h_j), with tanh inside",
          fill(torch.tanh(v(Ws.unsqueeze(1) + Uz)).squeeze(-1))),
     ]
-    if s.shape[0] == z.shape[1]:  # (B, A) + (B, S, A) broadcasts when B == S, pairing the wrong rows
+    if s.shape[0] == z.shape[1]:  # (B, d_a) + (B, S, d_a) broadcasts when B == S, pairing the wrong rows
         variants.append((
-            "W s was added to U z_j without a key axis: (B, A) + (B, S, A) pairs the state of one sequence "
+            "W s was added to U h_j without a key axis: (B, d_a) + (B, S, d_a) pairs the state of one sequence "
             "with the keys of another; give W s the shape (B, 1, A) (unsqueeze(1)) first",
             fill(v(torch.tanh(Ws.unsqueeze(0) + Uz)).squeeze(-1)),
         ))
     if W.weight.shape == U.weight.shape:
         variants.append((
-            "W and U are swapped: W multiplies the decoder state s, U (with the bias) the keys z_j",
+            "W and U are swapped: W multiplies the decoder state s, U (with the bias) the keys h_j",
             fill(v(torch.tanh(U(s).unsqueeze(1) + W(z))).squeeze(-1)),
         ))
     return variants
@@ -87,8 +87,8 @@ def _check(cls: Callable) -> Callable:
         args = (s.clone(), z.clone()) + (() if mask is None else (mask.clone(),))
         no_mask = hinted("NoneType", NO_MASK) if mask is None else contextlib.nullcontext()
         with torch.no_grad():
-            with no_mask, hinted("must match the size of tensor",  # (B, A) + (B, S, A) without a key axis
-                                 "W s is (B, A) and U z is (B, S, A): give W s the shape (B, 1, A) "
+            with no_mask, hinted("must match the size of tensor",  # (B, d_a) + (B, S, d_a) without a key axis
+                                 "W s is (B, d_a) and U h is (B, S, d_a): give W s the shape (B, 1, d_a) "
                                  "(unsqueeze(1)) so that it broadcasts over the keys"):
                 result = run_method(module, "scores", *args, what=f"{WHAT}.scores")
             e = require_tensor(result, f"the result of {WHAT}.scores")
@@ -102,7 +102,7 @@ def _check(cls: Callable) -> Callable:
             raise CheckFailed("the scores contain NaN")
         fallback = ("the scores must be -inf exactly where the mask is False (the padding)"
                     if mask is not None and not torch.equal(masked(e), ~mask) else
-                    "the scores differ from e_j = vᵀ tanh(W s + U z_j)")
+                    "the scores differ from e_j = vᵀ tanh(W s + U h_j)")
         with torch.no_grad():
             variants = _variants(ref, s, z, mask)
         raise first_match(e, variants, fallback, matches=same_scores)

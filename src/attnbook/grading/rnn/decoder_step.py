@@ -108,7 +108,7 @@ def _check(cls: Callable) -> Callable:
                     raise CheckFailed(message)
         if not close(got[2], expected[2]):
             if close(got[2], ref.attention.scores(hidden, memory, mask).nan_to_num(0.0, neginf=0.0)):
-                raise CheckFailed("step returns the scores e instead of the weights γ = softmax(e)")
+                raise CheckFailed("step returns the scores e instead of the weights α = softmax(e)")
             raise CheckFailed("the attention weights differ from self.attention(hidden, memory, mask=mask): "
                               "the query is the previous state s_{t-1}, the keys and values are the memory")
         if close(got[0], expected[0]) and close(got[1], hidden):

@@ -1,4 +1,4 @@
-"""Part 2: Luong's scores ``e_j = sᵀ z_j`` (dot) or ``sᵀ W z_j`` (general), unscaled, -inf at the padding."""
+"""Part 2: Luong's scores ``e_j = sᵀ h_j`` (dot) or ``sᵀ W h_j`` (general), unscaled, -inf at the padding."""
 
 from __future__ import annotations
 
@@ -46,21 +46,21 @@ def _reference(query, keys, W, mask):
 
 def _diagnosis(e: torch.Tensor, query: torch.Tensor, keys: torch.Tensor, W: torch.Tensor | None,
                mask: torch.Tensor | None) -> str:
-    projected = keys if W is None else keys @ W.T  # (B, S, q): W z_j
+    projected = keys if W is None else keys @ W.T  # (B, S, q): W h_j
     raw = (projected @ query.unsqueeze(-1)).squeeze(-1)  # (B, S)
     fill = functools.partial(apply_mask, mask=mask)
-    known = [("Luong's score is not scaled: e_j = sᵀ z_j (or sᵀ W z_j) without the Transformer's 1/sqrt(d)",
+    known = [("Luong's score is not scaled: e_j = sᵀ h_j (or sᵀ W h_j) without the Transformer's 1/sqrt(d)",
               fill(raw / math.sqrt(query.shape[-1]))),
              ("the scores went through a softmax: return the scores e, the weights come in Part 3",
               fill(raw).softmax(-1))]
     known += mask_mistakes(raw, mask)
     if W is not None and W.shape[0] == W.shape[1]:
-        known.append(("W is transposed: e_j = sᵀ W z_j, so W maps the key z_j into the query's space (W z_j), "
+        known.append(("W is transposed: e_j = sᵀ W h_j, so W maps the key h_j into the query's space (W h_j), "
                       "or equivalently s W multiplies the keys", fill(((keys @ W) @ query.unsqueeze(-1)).squeeze(-1))))
     for message, variant in known:
         if same_scores(e, variant):
             return message
-    return "the scores differ from e_j = sᵀ z_j (dot) or e_j = sᵀ W z_j (general)"
+    return "the scores differ from e_j = sᵀ h_j (dot) or e_j = sᵀ W h_j (general)"
 
 
 def _check(fn: Callable) -> Callable:

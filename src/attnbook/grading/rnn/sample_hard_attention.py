@@ -1,4 +1,4 @@
-"""Part 5: sampling hard attention, one position ``j ~ softmax(scores)`` per row and its value ``z_j``.
+"""Part 5: sampling hard attention, one position ``j ~ softmax(scores)`` per row and its value ``h_j``.
 
 A statistical check with fixed seeds: each base row is repeated ``copies``
 times, and the frequencies of the positions drawn must be within six standard
@@ -54,15 +54,15 @@ def _require_picks(context, index, scores, values):
     index = index.long()
     if not torch.equal(context, values[torch.arange(B), index]):
         if close(context, HARD.soft_attention(scores, values)[0]):
-            raise CheckFailed("the context is the weighted average Σ γ_j z_j (soft attention); hard attention "
-                              "returns the one value z_j at the sampled position j")
+            raise CheckFailed("the context is the weighted average Σ α_j h_j (soft attention); hard attention "
+                              "returns the one value h_j at the sampled position j")
         raise CheckFailed("the context must be the value at the sampled position, values[b, index[b]]")
     if bool(torch.isinf(scores[torch.arange(B), index]).any()):
         raise CheckFailed("a position with score -inf (padding) was sampled; its probability is 0")
 
 
 def _require_frequencies(index, base_scores, copies):
-    """Over the copies of each base row, each position is drawn about γ_j of the time."""
+    """Over the copies of each base row, each position is drawn about α_j of the time."""
     rows, S = base_scores.shape
     B = len(index)
     counts = torch.zeros(rows, S, dtype=torch.float64)
@@ -74,7 +74,7 @@ def _require_frequencies(index, base_scores, copies):
     picks = index.reshape(copies, rows)  # (copies, rows)
     if bool((picks == p.argmax(-1)).all()):
         raise CheckFailed("every draw picks the most likely position (argmax); hard attention samples "
-                          "position j with probability γ_j = softmax(scores)_j")
+                          "position j with probability α_j = softmax(scores)_j")
     if bool((picks == picks[:1]).all()) or bool((index == index[0]).all()):
         raise CheckFailed("every sequence gets the same draw: each row needs its own sample")
     real = torch.isfinite(base_scores)

@@ -1,8 +1,8 @@
-"""Part 6: the score-function estimate of hard attention's gradient, ``Σ_n (f_n - f̄)(onehot(j_n) - γ) / (N - 1)``.
+"""Part 6: the score-function estimate of hard attention's gradient, ``Σ_i (f_i - f̄)(onehot(j_i) - α) / (n - 1)``.
 
 A statistical check with fixed seeds: each base row is repeated ``copies``
 times. Averaged over the copies, the estimates must be the exact gradient of
-``E[f(z_j)]`` within six standard errors (with 25 % room for the error of the
+``E[f(h_j)]`` within six standard errors (with 25 % room for the error of the
 standard deviation itself); and they must spread as much as an estimate from
 ``num_samples`` draws does at least, so that a deterministic answer (the
 exact gradient itself) or one that draws more samples than asked fails (an
@@ -59,7 +59,7 @@ def spread_ratio(sd: torch.Tensor, ref_sd: torch.Tensor) -> torch.Tensor:
 
 
 def _soft_gradient(scores, values, f):
-    """∂ f(Σ_j γ_j z_j) / ∂ scores: the gradient of soft attention's loss."""
+    """∂ f(Σ_j α_j h_j) / ∂ scores: the gradient of soft attention's loss."""
     with torch.enable_grad():
         e = scores.detach().double().clone().requires_grad_(True)
         context = (torch.softmax(e, -1).unsqueeze(1) @ values.double()).squeeze(1)  # (B, d_v)
@@ -75,29 +75,29 @@ def _diagnosis(mean: torch.Tensor, sd: torch.Tensor, ref_sd: torch.Tensor, expec
     p = torch.softmax(scores.double(), -1)  # (rows, S)
     losses = torch.stack([f(values[:, j].double()) for j in range(values.shape[1])], 1)  # (rows, S)
     losses = losses.masked_fill(p == 0, 0.0)
-    centred = (losses - (p * losses).sum(-1, keepdim=True)) * p  # γ_j (f_j - E f)
-    grad_of_p = p * centred - p * (p * centred).sum(-1, keepdim=True)  # Σ_j γ_j (f_j - E f) ∂γ_j/∂e_k
+    centred = (losses - (p * losses).sum(-1, keepdim=True)) * p  # α_j (f_j - E f)
+    grad_of_p = p * centred - p * (p * centred).sum(-1, keepdim=True)  # Σ_j α_j (f_j - E f) ∂α_j/∂e_k
     if bool((mean.abs() <= 1e-7).all()):
-        return ("the estimate is always zero: if every draw picks the same position (argmax), f_n - f̄ is 0; "
-                "and a gradient cannot flow through the sampled index: use ∇ log γ_j = onehot(j) - γ")
+        return ("the estimate is always zero: if every draw picks the same position (argmax), f_i - f̄ is 0; "
+                "and a gradient cannot flow through the sampled index: use ∇ log α_j = onehot(j) - α")
     if bool((sd > 4 * ref_sd + 1e-6).any()):
         return ("the estimate is far too noisy when f has a large constant part: subtract the baseline f̄ "
                 "(a constant added to f must not change the estimate)")
     known = [
-        ("the sign is flipped: the estimate is of +∂E[f]/∂scores, Σ (f_n - f̄)(onehot(j_n) - γ) / (N - 1)",
+        ("the sign is flipped: the estimate is of +∂E[f]/∂scores, Σ (f_i - f̄)(onehot(j_i) - α) / (n - 1)",
          -expected),
-        ("divide by N - 1, not N: f̄ includes f_n itself, which shrinks the estimate by (N - 1)/N "
-         "(with N - 1 it is the leave-one-out baseline, and unbiased)", expected * (num_samples - 1) / num_samples),
-        ("this looks like the gradient of f at the soft context Σ γ_j z_j (the weights instead of a sample); "
-         "hard attention's gradient must come from the score function ∇ log γ_j", _soft_gradient(scores, values, f)),
-        ("the estimate multiplies by the gradient of γ_j instead of the gradient of log γ_j = onehot(j) - γ",
+        ("divide by n - 1, not n: f̄ includes f_i itself, which shrinks the estimate by (n - 1)/n "
+         "(with n - 1 it is the leave-one-out baseline, and unbiased)", expected * (num_samples - 1) / num_samples),
+        ("this looks like the gradient of f at the soft context Σ α_j h_j (the weights instead of a sample); "
+         "hard attention's gradient must come from the score function ∇ log α_j", _soft_gradient(scores, values, f)),
+        ("the estimate multiplies by the gradient of α_j instead of the gradient of log α_j = onehot(j) - α",
          grad_of_p),
     ]
     for message, target in known:
         if bool(((mean - target).abs() <= slack).all()):
             return message
-    return ("on average the estimate differs from the gradient of E[f(z_j)]: "
-            "Σ_n (f_n - f̄)(onehot(j_n) - γ) / (N - 1)")
+    return ("on average the estimate differs from the gradient of E[f(h_j)]: "
+            "Σ_i (f_i - f̄)(onehot(j_i) - α) / (n - 1)")
 
 
 def _require_properties(estimate, scores):
@@ -105,9 +105,9 @@ def _require_properties(estimate, scores):
     tol = 1e-9 if scores.dtype == torch.float64 else 1e-4
     scale = 1.0 + float(estimate.detach().abs().max())
     if bool((estimate.detach().sum(-1).abs() > tol * scale).any()):
-        raise CheckFailed("each row of the estimate should sum to 0, as every onehot(j) - γ does")
+        raise CheckFailed("each row of the estimate should sum to 0, as every onehot(j) - α does")
     if bool((estimate.detach()[torch.isinf(scores)].abs() > 0).any()):
-        raise CheckFailed("the estimate is not 0 at a padded position (score -inf, γ_j = 0)")
+        raise CheckFailed("the estimate is not 0 at a padded position (score -inf, α_j = 0)")
 
 
 def _require_statistics(estimate, scores, values, f, num_samples, rows, copies, seed):
@@ -141,7 +141,7 @@ def _check(fn: Callable) -> Callable:
         if estimate.dtype != scores.dtype:
             raise CheckFailed(f"for {scores.dtype} inputs the estimate should be {scores.dtype} too")
         if not bool(torch.isfinite(estimate).all()):
-            raise CheckFailed("the estimate contains NaN or inf (at a padded position γ_j = 0: its entry is 0)")
+            raise CheckFailed("the estimate contains NaN or inf (at a padded position α_j = 0: its entry is 0)")
         if copies == 1:
             _require_properties(estimate, scores)
         else:

@@ -1,4 +1,4 @@
-"""Part 3: soft attention, ``weights = softmax(scores)`` over the keys and ``context = Σ_j γ_j z_j``."""
+"""Part 3: soft attention, ``weights = softmax(scores)`` over the keys and ``context = Σ_j α_j h_j``."""
 
 from __future__ import annotations
 
@@ -71,10 +71,10 @@ def _check(fn: Callable) -> Callable:
         if close(context, expected_c):
             return
         if close(context, values.mean(dim=1)):
-            raise CheckFailed("the context is the plain average of the values; weigh each z_j by its γ_j")
+            raise CheckFailed("the context is the plain average of the values; weigh each h_j by its α_j")
         if close(context, values.sum(dim=1)):
-            raise CheckFailed("the context is the plain sum of the values; weigh each z_j by its γ_j")
-        raise CheckFailed("the weights are right but the context is not Σ_j γ_j z_j")
+            raise CheckFailed("the context is the plain sum of the values; weigh each h_j by its α_j")
+        raise CheckFailed("the weights are right but the context is not Σ_j α_j h_j")
 
     return check_one
 
