@@ -66,7 +66,7 @@ book-instructor: data
 
 # JOBS pytest workers (pytest-xdist), each file on one worker; tests/conftest.py starts the end-to-end files first.
 test: install
-	$(PY) -m pytest -n $(JOBS) --dist loadfile
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder
 
 # The accessibility check's node modules (axe-core, puppeteer-core: exact versions in package-lock.json), for
 # Debian's Chromium: no browser is downloaded. `make a11y` checks every page of the built book against

@@ -13,8 +13,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 def pytest_collection_modifyitems(config, items):
     """The files with end-to-end tests (``slow``: a class graded through the sandbox) first: ``make test``
-    runs each file on one pytest-xdist worker (``--dist loadfile``, its module fixtures built once), so the
-    longest start at once and the short files fill the cores after. Without GPU, the ``gpu`` tests are
+    runs each file on one pytest-xdist worker (``--dist loadfile``, its module fixtures built once) in this
+    order (``--no-loadscope-reorder``: xdist would put the files with most tests first), so the longest
+    start at once and the short files fill the cores after. Without GPU, the ``gpu`` tests are
     skipped."""
     slow_files = {item.path for item in items if "slow" in item.keywords}
     items.sort(key=lambda item: item.path not in slow_files)  # stable: the slow files first, in order
