@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import base64
-import contextlib
 import csv
 import doctest
 import importlib.util
@@ -30,7 +29,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
@@ -38,6 +36,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "autograder"))  # as course.py imports them
 import browser  # noqa: E402
+import feedback_state  # noqa: E402
 
 CHECK = ROOT / "tools" / "a11y.mjs"
 NODE = shutil.which("node")
@@ -149,10 +148,6 @@ def student_notebook():
 def feedback_page(tmp_path_factory) -> Path:
     """A feedback page, written as ``course.py grade`` writes it (tests/test_hostile_pages.py's ``pages``)."""
     import feedback_notebook
-    import feedback_pages
-    import recording
-    from nbgrader.api import Gradebook
-    from nbgrader_run import Nbgrader
 
     state = tmp_path_factory.mktemp("a11y-state")
     released = student_notebook()
@@ -160,21 +155,7 @@ def feedback_page(tmp_path_factory) -> Path:
     parts = {"test_answer": {"score": 0.5, "max_score": 1.0, "message": message}}
     nb = feedback_notebook.feedback_notebook(student_notebook(), parts, released,
                                              "Your notebook was named `exercises (1).ipynb`: graded all the same.")
-    with contextlib.ExitStack() as stack:
-        mp = stack.enter_context(pytest.MonkeyPatch.context())
-        mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))  # alembic
-        mp.delenv("ATTNBOOK_GRADEBOOK", raising=False)
-        nbgrader = Nbgrader(state)
-        with Gradebook(nbgrader.db_url) as gb:
-            gb.add_assignment(ASSIGNMENT)
-            gb.add_notebook("exercises", ASSIGNMENT)
-            gb.add_grade_cell("test_answer", "exercises", ASSIGNMENT, max_score=1.0, cell_type="code")
-            gb.add_solution_cell("answer", "exercises", ASSIGNMENT)
-        recording.record(nbgrader.db_url, [{"student": "ada", "assignment": ASSIGNMENT, "parts": {
-            "test_answer": {"score": 0.5}}}], state / "submitted")
-        (state / "autograded" / "ada" / ASSIGNMENT).mkdir(parents=True)
-        nbformat.write(nb, state / "autograded" / "ada" / ASSIGNMENT / "exercises.ipynb")
-        written = feedback_pages.write_pages(nbgrader, [("ada", ASSIGNMENT)], [])
+    written = feedback_state.write_feedback(state, ASSIGNMENT, {"ada": nb}, 0.5)
     assert written.written == [("ada", ASSIGNMENT)], written.log
     return state / "feedback" / "ada" / ASSIGNMENT / "exercises.html"
 

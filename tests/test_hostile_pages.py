@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
-import contextlib
 import hashlib
 import html.parser
 import json
@@ -37,8 +36,8 @@ import browser  # noqa: E402
 import feedback_filters  # noqa: E402
 import feedback_notebook  # noqa: E402
 import feedback_pages  # noqa: E402
+import feedback_state  # noqa: E402
 import intake  # noqa: E402
-from nbgrader_run import Nbgrader  # noqa: E402
 
 ASSIGNMENT = "hostile"
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
@@ -267,28 +266,10 @@ def submissions(released) -> dict[str, tuple]:
 def pages(tmp_path_factory):
     """A state folder with a gradebook and the autograded notebooks of :func:`submissions`, its pages written
     by ``feedback_pages.write_pages``: (state, what write_pages answered, the submissions)."""
-    import recording
-    from nbgrader.api import Gradebook
-
     state = tmp_path_factory.mktemp("hostile-state")
     released = released_notebook()
     made = submissions(released)
-    with contextlib.ExitStack() as stack:
-        mp = stack.enter_context(pytest.MonkeyPatch.context())
-        mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))  # alembic
-        mp.delenv("ATTNBOOK_GRADEBOOK", raising=False)
-        nbgrader = Nbgrader(state)
-        with Gradebook(nbgrader.db_url) as gb:
-            gb.add_assignment(ASSIGNMENT)
-            gb.add_notebook("exercises", ASSIGNMENT)
-            gb.add_grade_cell("test_answer", "exercises", ASSIGNMENT, max_score=1.0, cell_type="code")
-            gb.add_solution_cell("answer", "exercises", ASSIGNMENT)
-        results = [{"student": s, "assignment": ASSIGNMENT, "parts": {"test_answer": {"score": 1.0}}} for s in made]
-        recording.record(nbgrader.db_url, results, state / "submitted")
-        for student, (nb, _) in made.items():
-            (state / "autograded" / student / ASSIGNMENT).mkdir(parents=True)
-            nbformat.write(nb, state / "autograded" / student / ASSIGNMENT / "exercises.ipynb")
-        written = feedback_pages.write_pages(nbgrader, [(s, ASSIGNMENT) for s in made], [])
+    written = feedback_state.write_feedback(state, ASSIGNMENT, {s: nb for s, (nb, _) in made.items()}, 1.0)
     return state, written, made
 
 
