@@ -7,7 +7,8 @@ stores each executed page in ``_build/.jupyter_cache`` as myst-nb itself would
 (the same reader, so the same hash; the page's folder as working directory;
 no errors allowed). The build then finds every page cached and executes
 none. A page already cached is not run again; a page that fails is not
-cached, and the build runs it again and reports its error as it always does.
+cached, its traceback is printed, and the exit status is 1 (``make book``
+stops there).
 
     python tools/execute_pages.py [--jobs 2] [--cache _build/.jupyter_cache]
 
@@ -94,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     from jupyter_cache.base import CacheBundleIn
 
     cache = get_cache(str(args.cache))
-    todo = []
-    for path in pages():
+    todo, every = [], pages()
+    for path in every:
         try:
             cache.match_cache_notebook(read(path))
         except KeyError:
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = str(max(1, (os.cpu_count() or 1) // max(1, args.jobs)))
     os.environ.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)  # the kernels' share of the cores
     print(f"executing {len(todo)} pages, {args.jobs} at a time ({threads} thread each); "
-          f"{len(pages()) - len(todo)} already cached", flush=True)
+          f"{len(every) - len(todo)} already cached", flush=True)
     seconds: dict[str, float] = {}
     failed = []
     start = time.monotonic()
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             name = Path(uri).relative_to(ROOT)
             if text is None:
                 failed.append(name)
-                print(f"FAILED {name} after {took:.0f} s (the build reports its error):\n{error}", flush=True)
+                print(f"FAILED {name} after {took:.0f} s:\n{error}", flush=True)
                 continue
             cache.cache_notebook_bundle(CacheBundleIn(nbformat.reads(text, as_version=4), uri,
                                                       data={"execution_seconds": took}),
@@ -126,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{took:6.0f} s  {name}", flush=True)
     chapters: dict[str, float] = {}
     for uri, took in seconds.items():
-        chapters[str(Path(uri).parent.relative_to(ROOT))] = chapters.get(str(Path(uri).parent.relative_to(ROOT)),
-                                                                         0) + took
+        chapter = str(Path(uri).parent.relative_to(ROOT))
+        chapters[chapter] = chapters.get(chapter, 0) + took
     for chapter, took in sorted(chapters.items()):
         print(f"{took:6.0f} s  {chapter} (its pages, one after another)")
     print(f"{time.monotonic() - start:.0f} s in all for {len(todo)} pages")
