@@ -92,7 +92,7 @@ def cache_dir() -> Path:
     ...     print(cache_dir())
     /srv/course-data
     """
-    return Path(settings.text(ENV_VAR) or "~/.cache/attnbook").expanduser()
+    return Path(str(settings.value(ENV_VAR))).expanduser()  # its default: ~/.cache/attnbook
 
 
 def is_cached(source: Source) -> bool:
