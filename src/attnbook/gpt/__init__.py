@@ -3,7 +3,9 @@
 Modules, small to large:
 
 - :mod:`.layers` -- :class:`CausalSelfAttention`, :class:`MLP` and the pre-norm
-  :class:`Block`.
+  :class:`Block`, with Llama's options (:class:`SwiGLU`, RMSNorm, grouped-query
+  attention) and the :class:`KVCache` that generation keeps; :mod:`.rope`, the
+  rotary positions.
 - :mod:`.model` -- :class:`GPTConfig` and its presets, :class:`GPT`.
 - :mod:`.lm` -- :func:`random_batch` (training windows), :func:`next_token_loss`
   (the shifted loss written out), :func:`stream_loss`, :func:`perplexity` and
@@ -49,7 +51,7 @@ Neural Text Degeneration* (top-p, 2020); karpathy/nanoGPT and minGPT.
 """
 
 
-from .layers import MLP, Block, CausalSelfAttention
+from .layers import MLP, Block, CausalSelfAttention, KVCache, SwiGLU
 from .lm import next_token_loss, perplexity, random_batch, stream_loss, train_lm
 from .model import GPT, GPT_PRESETS, IGNORE_INDEX, GPTConfig
 from .sampling import generate, next_token_probs
@@ -57,7 +59,9 @@ from .sampling import generate, next_token_probs
 __all__ = [
     "CausalSelfAttention",
     "MLP",
+    "SwiGLU",
     "Block",
+    "KVCache",
     "GPTConfig",
     "GPT_PRESETS",
     "GPT",

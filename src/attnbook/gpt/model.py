@@ -1,7 +1,12 @@
 """``GPTConfig`` and its presets, and the ``GPT`` model (token + learned positions, blocks, tied head).
 
+GPT-2's choices are the defaults; ``norm="rmsnorm"``, ``mlp="swiglu"``,
+``positions="rope"`` and ``n_kv_head`` give a Llama-style decoder (the
+``llama-nano`` preset has all four), whose weights load into Hugging Face's
+``LlamaForCausalLM`` unchanged (``tests/test_llama_parity.py``).
+
 Shape legend: ``B`` batch, ``T`` sequence length, ``C = n_embd``, ``nh``
-heads, ``V`` vocabulary size.
+heads, ``V`` vocabulary size, ``P`` tokens already in a :class:`KVCache`.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ from attnbook._config import PresetConfig
 from attnbook.positional import LearnedPositions
 from attnbook.train.decay import decay_groups
 
-from .layers import Block
+from .layers import MLPS, NORMS, Block, KVCache, make_norm
+from .rope import rope_tables
 
-__all__ = ["GPTConfig", "GPT_PRESETS", "GPT", "IGNORE_INDEX"]
+__all__ = ["GPTConfig", "GPT_PRESETS", "GPT", "IGNORE_INDEX", "POSITIONS"]
 
 IGNORE_INDEX = -100  # a target equal to this is skipped by the loss (PyTorch's and HF's default)
+POSITIONS = ("learned", "rope")  # a table added to the tokens (GPT-2), or rotations of queries and keys
 
 
 GPT_PRESETS: dict[str, dict[str, object]] = {
@@ -39,6 +46,9 @@ GPT_PRESETS: dict[str, dict[str, object]] = {
     "gpu": dict(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2),
     # GPT-2 small (124 M parameters), the sizes of Hugging Face's "gpt2"
     "gpt2": dict(vocab_size=50257, n_layer=12, n_head=12, n_embd=768, block_size=1024),
+    # gpt-nano's size with Llama's block: RMSNorm, SwiGLU, rotary positions, 2 key/value heads for 4
+    "llama-nano": dict(n_layer=3, n_head=4, n_kv_head=2, n_embd=48, block_size=64, bias=False,
+                       norm="rmsnorm", mlp="swiglu", positions="rope"),
 }
 
 
@@ -63,6 +73,11 @@ class GPTConfig(PresetConfig):
     n_inner: int | None = None  # hidden width of the MLP; None means 4 * n_embd (HF's name)
     dropout: float = 0.0  # on embeddings, attention weights and residual branches (0 for short runs)
     bias: bool = True  # biases in Linear and LayerNorm layers (GPT-2: True; False is a little faster)
+    n_kv_head: int | None = None  # key/value heads (grouped-query attention); None means n_head
+    norm: str = "layernorm"  # or "rmsnorm" (Llama)
+    mlp: str = "gelu"  # or "swiglu" (Llama; n_inner None then means 8 C / 3, rounded up to 8)
+    positions: str = "learned"  # or "rope": rotary positions, no table (Llama)
+    rope_theta: float = 10000.0  # RoPE's base: pair i turns by position * rope_theta**(-2i / hs)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
@@ -76,6 +91,15 @@ class GPTConfig(PresetConfig):
         dropout_rate(self.dropout)
         if not isinstance(self.bias, bool):
             raise TypeError(f"bias must be a bool, got {type(self.bias).__name__}")
+        if self.n_kv_head is not None and self.n_head % positive_int("n_kv_head", self.n_kv_head):
+            raise ValueError(f"n_head must be a multiple of n_kv_head, got {self.n_head} and {self.n_kv_head}")
+        for name, allowed in (("norm", NORMS), ("mlp", MLPS), ("positions", POSITIONS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.positions == "rope" and self.head_size % 2:
+            raise ValueError(f"rotary positions turn pairs of coordinates: the head size {self.head_size} must be even")
+        if not self.rope_theta > 1:
+            raise ValueError(f"rope_theta must be a number above 1, got {self.rope_theta!r}")
 
     @property
     def n_positions(self) -> int:
@@ -121,13 +145,15 @@ class GPT(nn.Module):
             raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
         self.config = cfg = config
         self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)  # token embedding (V, C)
-        self.wpe = LearnedPositions(cfg.block_size, cfg.n_embd, init_std=0.02)  # position table (T_max, C)
+        self.wpe = (LearnedPositions(cfg.block_size, cfg.n_embd, init_std=0.02)  # position table (T_max, C)
+                    if cfg.positions == "learned" else None)  # rotary positions live in the attention
         self.drop = nn.Dropout(cfg.dropout)
         self.h = nn.ModuleList(
-            Block(cfg.n_embd, cfg.n_head, n_inner=cfg.n_inner, dropout=cfg.dropout, bias=cfg.bias)
+            Block(cfg.n_embd, cfg.n_head, n_inner=cfg.n_inner, dropout=cfg.dropout, bias=cfg.bias,
+                  n_kv_head=cfg.n_kv_head, norm=cfg.norm, mlp=cfg.mlp)
             for _ in range(cfg.n_layer)
         )
-        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)  # pre-norm leaves the stream unnormalised
+        self.ln_f = make_norm(cfg.norm, cfg.n_embd, bias=cfg.bias)  # pre-norm leaves the stream unnormalised
         self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # tying: one (V, C) matrix reads tokens in and scores them out
         self.reset_parameters()
@@ -141,7 +167,7 @@ class GPT(nn.Module):
                 std = 0.02 / math.sqrt(2 * self.config.n_layer) if name.endswith("c_proj.weight") else 0.02
                 nn.init.normal_(p, mean=0.0, std=std)
             else:
-                nn.init.ones_(p)  # LayerNorm gains
+                nn.init.ones_(p)  # LayerNorm and RMSNorm gains
 
     # -- sizes -----------------------------------------------------------------
 
@@ -156,7 +182,7 @@ class GPT(nn.Module):
         88464
         """
         n = sum(p.numel() for p in self.parameters())
-        return n - self.wpe.weight.numel() if non_embedding else n
+        return n - self.wpe.weight.numel() if non_embedding and self.wpe is not None else n
 
     def estimate_flops_per_token(self, seq_len: int | None = None) -> int:
         """Floating-point operations to train on one token (forward + backward), for MFU.
@@ -201,15 +227,15 @@ class GPT(nn.Module):
 
     # -- forward ---------------------------------------------------------------
 
-    def _check_idx(self, idx: object) -> torch.Tensor:
+    def _check_idx(self, idx: object, past: int = 0) -> torch.Tensor:
         idx = token_ids("idx", idx)
         if idx.dim() != 2 or idx.shape[0] == 0 or idx.shape[1] == 0:
             raise ValueError(f"idx must have shape (B, T) with B, T >= 1, got {tuple(idx.shape)}")
-        if idx.shape[1] > self.config.block_size:
+        if past + idx.shape[1] > self.config.block_size:
             raise ValueError(
-                f"idx has T={idx.shape[1]} tokens, more than the context block_size="
-                f"{self.config.block_size}; crop it to the last {self.config.block_size} "
-                "(generate() does this for you)"
+                f"idx has T={idx.shape[1]} tokens" + (f" after {past} cached" if past else "")
+                + f", more than the context block_size={self.config.block_size}; crop it to the last "
+                f"{self.config.block_size} (generate() does this for you)"
             )
         token_ids("idx", idx, self.config.vocab_size)
         return idx
@@ -233,13 +259,32 @@ class GPT(nn.Module):
         targets: torch.Tensor | None = None,
         *,
         need_weights: bool = False,
+        cache: KVCache | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        idx = self._check_idx(idx)
+        """Logits (B, T, V) and the loss (or ``None``); see the class docstring.
+
+        With a ``cache`` (:class:`KVCache`, ``P`` tokens in it), ``idx`` holds the
+        tokens that come next, at positions ``P .. P + T - 1``; their keys and
+        values are appended to the cache, and the logits equal those of the
+        whole sequence run without one.
+        """
+        past = 0 if cache is None else len(cache)
+        idx = self._check_idx(idx, past)
         if targets is not None:
             targets = self._check_targets(targets, idx)
-        x = self.drop(self.wpe(self.wte(idx)))  # (B, T, C): token vector + position vector
-        for block in self.h:
-            x = block(x, need_weights=need_weights)  # (B, T, C)
+        x = self.wte(idx)  # (B, T, C)
+        rope = None
+        if self.wpe is None:  # rotary: positions P .. P + T - 1 turn the queries and keys
+            head_size = self.config.n_embd // self.config.n_head
+            positions = torch.arange(past, past + idx.shape[1], device=idx.device)
+            rope = rope_tables(head_size, positions, self.config.rope_theta)  # (T, hs) each
+        elif past == 0:
+            x = self.wpe(x)  # (B, T, C): token vector + position vector
+        else:
+            x = x + self.wpe.weight[past : past + idx.shape[1]]  # the positions after the cached ones
+        x = self.drop(x)
+        for layer, block in enumerate(self.h):
+            x = block(x, need_weights=need_weights, rope=rope, cache=cache, layer=layer)  # (B, T, C)
         logits = self.lm_head(self.ln_f(x))  # (B, T, V)
         if targets is None:
             return logits, None

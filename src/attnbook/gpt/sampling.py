@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from attnbook._checks import int_at_least, token_ids
 
+from .layers import KVCache
 from .model import GPT
 
 __all__ = ["next_token_probs", "generate"]
@@ -93,6 +94,7 @@ def generate(
     top_p: float | None = None,
     greedy: bool = False,
     generator: torch.Generator | None = None,
+    use_cache: bool = False,
 ) -> torch.Tensor:
     """Extend ``ids`` (B, T) -- or one sequence (T,) -- by ``max_new_tokens`` sampled tokens.
 
@@ -104,6 +106,15 @@ def generate(
     eval mode and restores the model's mode. Returns (B, T + max_new_tokens)
     ids (or (T + max_new_tokens,) for a 1-D prompt).
 
+    ``use_cache=True`` keeps every block's keys and values in a
+    :class:`~attnbook.gpt.layers.KVCache`: the prompt runs once, then each step
+    runs the model on the one new token, and its logits equal the uncached
+    step's (to rounding). Once the context is full (``block_size`` tokens), a
+    model with learned positions must see the cropped window at positions
+    ``0 ..`` again, so from then on each step runs the window afresh, as
+    without a cache. The default is off, so that a seeded draw repeats the
+    book's samples exactly.
+
     >>> from attnbook.gpt import GPTConfig
     >>> _ = torch.manual_seed(0)
     >>> model = GPT(GPTConfig.preset("gpt-nano", vocab_size=10, block_size=4))
@@ -112,6 +123,9 @@ def generate(
     (torch.Size([1, 8]), [1, 2, 3])
     >>> g = lambda: torch.Generator().manual_seed(7)
     >>> torch.equal(generate(model, out, 5, generator=g()), generate(model, out, 5, generator=g()))
+    True
+    >>> torch.equal(generate(model, out[:, :2], 4, greedy=True),          # the cache changes no token
+    ...             generate(model, out[:, :2], 4, greedy=True, use_cache=True))
     True
     """
     if not isinstance(model, GPT):
@@ -133,10 +147,14 @@ def generate(
     block_size = model.config.block_size
     was_training = model.training
     model.eval()
+    cache = None
     try:
         for _ in range(max_new_tokens):
-            context = ids[:, -block_size:]  # (B, <= block_size): the model sees no further back
-            logits, _ = model(context)  # (B, T', V)
+            if use_cache and cache is not None and len(cache) < block_size:
+                logits, _ = model(ids[:, -1:], cache=cache)  # (B, 1, V): the new token only
+            else:  # no cache, the first step, or a full context: run the last block_size tokens
+                cache = KVCache(model.config.n_layer) if use_cache else None
+                logits, _ = model(ids[:, -block_size:], cache=cache)  # (B, T', V)
             last = logits[:, -1, :]  # (B, V): scores for the token after the context
             if greedy:
                 nxt = last.argmax(dim=-1, keepdim=True)  # (B, 1)
