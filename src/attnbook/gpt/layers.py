@@ -265,7 +265,8 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, *, need_weights: bool = False,
                 rope: tuple[torch.Tensor, torch.Tensor] | None = None,
                 cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x), need_weights=need_weights, rope=rope, cache=cache,
-                          layer=layer)  # tokens talk to each other
+        # only what is set goes on: a subclass's attention (ImageGPT's unmasked one) may take neither
+        extra = {} if rope is None and cache is None else dict(rope=rope, cache=cache, layer=layer)
+        x = x + self.attn(self.ln_1(x), need_weights=need_weights, **extra)  # tokens talk to each other
         x = x + self.mlp(self.ln_2(x))  # each token thinks on its own
         return x
