@@ -4,17 +4,21 @@ The same catalogue (autograder/fixtures/answers/06-vit.py) is graded end to end
 through the sandboxed judge in test_autograder.py.
 """
 
+import re
 
 import exercise_harness as harness
+import matplotlib
 import pytest
 import torch
 
 import attnbook.vit
+from attnbook.grading import reasoning
 from attnbook.grading import vit as checks
 from attnbook.grading.errors import CheckFailed
-from attnbook.grading.vit import _common, masking, rollout
+from attnbook.grading.vit import _common, masking, rollout, tokens
 
 EXERCISE = harness.Exercise("06-vit")
+SOLUTION = {harness.grade_id(c): c.source for c in harness.read(EXERCISE.solution).cells}
 CHAPTER = EXERCISE.answers
 
 
@@ -47,6 +51,7 @@ def test_the_private_reference_agrees_with_the_package():
     (checks.check_attention_rollout, (attnbook.vit.attention_rollout,)),
     (checks.check_random_masking, (attnbook.vit.random_masking,)),
     (checks.check_matching, (attnbook.vit.matching_cost, attnbook.vit.hungarian_match)),
+    (checks.check_vit_tokens, (attnbook.vit.vit_tokens,)),
 ])
 def test_the_reference_itself_is_trapped(check, args):
     with pytest.raises(CheckFailed, match="calls the reference implementation"):
@@ -91,3 +96,68 @@ def test_a_class_token_or_position_table_of_another_shape_is_named(pos, cls, phr
     with pytest.raises(CheckFailed) as failed:
         checks.check_vit_embedding(Embedding)  # the visible case: 8 x 8 digits, patch 4 (N = 4), D = 16
     assert phrase in str(failed.value) and "nn.Linear" not in str(failed.value)
+
+
+# ------------------------------------------------------------------ the reasoning parts (7-9)
+
+
+def test_vit_tokens_mistakes_differ_from_the_right_answer():
+    """Every named counting mistake is told apart from the right count on the visible tiled cases."""
+    for case in checks.check_vit_tokens.visible[:2]:
+        H, W, P = case.make()
+        right = attnbook.vit.vit_tokens(H, W, P)
+        for message, variant in tokens._mistakes(H, W, P):
+            assert not tokens._same(right, variant), message
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (lambda H, W, P: (1 + (H // P) * (W // P), (H // P) ** 2 * (W // P) ** 2), "the scores leave out the class token"),
+    (lambda H, W, P: (H * W // P**2, (H * W // P**2) ** 2), "the class token is missing"),
+    (lambda H, W, P: (1 + H // P, (1 + H // P) ** 2), "counted along one side only"),
+    (lambda H, W, P: (1 + H * W // P, 1), "not HW / P"),
+    (lambda H, W, P: (1 + (H // P) * (W // P), 2 * (1 + (H // P) * (W // P))), "every pair of the T tokens: T^2"),
+    (lambda H, W, P: 1 + (H // P) * (W // P), "should return a pair"),
+])
+def test_a_counting_mistake_is_named(answer, phrase):
+    with pytest.raises(CheckFailed, match=re.escape(phrase)):
+        checks.check_vit_tokens(answer)
+
+
+@pytest.mark.parametrize("check, cell", [(checks.check_vit_concepts, "concepts_solution"),
+                                         (checks.check_position_ablation, "ablation_solution")])
+def test_a_choice_is_keyed_per_question_and_unanswered_is_not_implemented_yet(check, cell, capsys):
+    """One hidden key per question the solution answers, and the solution earns them all; the released cell
+    raises NotImplementedError, so its dict is never defined and the judge passes None."""
+    assert reasoning.is_choices(check) and check.forbidden == ()
+    namespace = {}
+    exec(SOLUTION[cell], namespace)
+    (answers,) = [v for k, v in namespace.items() if k.endswith("_answers")]
+    assert sorted(case.make()[1] for case in check.hidden) == sorted(answers)
+    assert check(answers, points=2) == 2
+    with pytest.raises(CheckFailed, match="is not implemented yet"):
+        check(None)
+
+
+def _ablation(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The notebook's ablation cell run with another seed: the class token's shift with and without positions."""
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    namespace = {"torch": torch}
+    source = SOLUTION["position_ablation_run"]
+    assert "torch.manual_seed(0)" in source
+    exec(source.replace("torch.manual_seed(0)", f"torch.manual_seed({seed})"), namespace)
+    plt.close("all")
+    return namespace["with_positions"], namespace["without_positions"]
+
+
+def test_the_ablation_shows_its_effect_for_every_seed():
+    """What Part 9's key says of the figure holds for every seed, not only the notebook's: without positions
+    the class token moves by float rounding only (below 1e-5), with them by more than 1e-3 after every block,
+    at least a thousand times more."""
+    for seed in range(10):
+        with_positions, without_positions = _ablation(seed)
+        assert with_positions.shape == without_positions.shape == (4,)
+        assert without_positions.max() < 1e-5, (seed, without_positions)
+        assert with_positions.min() > 1e-3, (seed, with_positions)
+        assert (with_positions / without_positions).min() > 1e3, seed

@@ -15,10 +15,12 @@ from attnbook.vit import (
     attention_maps,
     attention_rollout,
     class_token_share,
+    class_token_shift,
     mae_loss,
     patchify,
     random_masking,
     unpatchify,
+    vit_tokens,
 )
 
 
@@ -337,3 +339,45 @@ def test_bf16_autocast_forward_backward_and_matching_on_cuda() -> None:
     assert mask.device.type == "cuda" and (mask.sum(1) == 12).all()
     rows, cols = hungarian_match(torch.rand(5, 3, device="cuda"))
     assert rows.device.type == "cuda" and len(cols) == 3
+
+
+# ----------------------------------------------------------------------------- vit_tokens, class_token_shift
+
+
+@pytest.mark.parametrize("img_size, patch_size", [(8, 4), (28, 7), (12, 2), (6, 6)])
+def test_vit_tokens_counts_what_a_real_vit_reads(img_size, patch_size):
+    """T is the sequence a ViT's blocks read and T^2 the scores of one head's map, measured on a real model."""
+    torch.manual_seed(0)
+    model = ViT(ViTConfig(img_size=img_size, patch_size=patch_size, in_chans=1, num_classes=0, embed_dim=8,
+                          depth=1, num_heads=2)).eval()
+    with torch.no_grad():
+        features = model.forward_features(torch.zeros(2, 1, img_size, img_size), need_weights=True)
+    assert vit_tokens(img_size, img_size, patch_size) == (features.shape[1], model.blocks[0].attn_weights[0, 0].numel())
+
+
+@pytest.mark.parametrize("H, W, P", [(8, 12, 4), (6, 2, 2), (3, 9, 3)])
+def test_vit_tokens_of_a_non_square_image_counts_its_patches(H, W, P):
+    T, scores = vit_tokens(H, W, P)
+    assert T == 1 + patchify(torch.zeros(1, 1, H, W), P).shape[1] and scores == T * T
+
+
+@pytest.mark.parametrize("H, W, P, side", [(9, 8, 4, "height=9"), (8, 6, 4, "width=6"), (2, 2, 4, "height=2")])
+def test_vit_tokens_refuses_patches_that_do_not_tile(H, W, P, side):
+    with pytest.raises(ValueError, match=f"{side} is not a multiple of patch_size={P}"):
+        vit_tokens(H, W, P)
+    with pytest.raises(ValueError, match="patch_size must be a positive int"):
+        vit_tokens(8, 8, 0)
+
+
+def test_class_token_shift_is_rounding_without_positions_and_not_with_them():
+    """A ViT without positions is permutation-equivariant, its class token invariant to a shuffle of the patches."""
+    model, images = tiny(), torch.rand(3, 1, 8, 8)
+    order = torch.tensor([1, 0, 3, 2])
+    with_positions = class_token_shift(model, images, order)
+    without = class_token_shift(model, images, order, positions=False)
+    assert with_positions.shape == without.shape == (2,)
+    assert without.max() < 1e-5 < 1e-3 < with_positions.min()
+    assert model.pos_embed.abs().sum() > 0  # the model measured without positions was a copy
+    assert class_token_shift(model, images, torch.arange(4)).max() == 0  # no shuffle, no shift
+    with pytest.raises(ValueError, match="a permutation of the 4 patches"):
+        class_token_shift(model, images, torch.tensor([0, 0, 1, 2]))

@@ -7,8 +7,9 @@ come from the part modules in :mod:`attnbook.grading.vit`, the parameters only f
 
 import torch
 
+from attnbook.grading import reasoning
 from attnbook.grading.engine import Case
-from attnbook.grading.vit import block, embedding, masking, matching, patches, rollout
+from attnbook.grading.vit import block, embedding, masking, matching, patches, rollout, tokens
 
 HIDDEN = {
     "check_pre_norm_block": (
@@ -98,5 +99,69 @@ HIDDEN = {
         Case("the default adds the identity", rollout._maps(679, 3, 2, 2, 6, residual=None), weight=2.0),
         # Equivalent, as every map is (B, nh, T, T) of one dtype and device: `shape[-2]` or `shape[~1]` for
         # `shape[-1]` (T x T), and `maps[-1]` for `maps[0]` to read T, the dtype or the device.
+    ),
+    "check_vit_tokens": (
+        Case("ViT-B at 384 x 384, patch 16", tokens._case(384, 384, 16), weight=2.0),
+        Case("ViT-H, patch 14", tokens._case(224, 224, 14)),
+        Case("non-square images, wider than high", tokens._case(64, 96, 8), weight=2.0),
+        Case("non-square images, higher than wide", tokens._case(40, 24, 8)),
+        Case("one patch covers the image", tokens._case(12, 12, 12)),
+        Case("patch size 1", tokens._case(5, 7, 1)),
+        # H x W is a multiple of P^2 but neither side is one of P: a test of H * W % P**2 alone lets them through
+        Case("a height that is not a multiple of P, H x W a multiple of P^2", tokens._case(6, 24, 4), weight=2.0),
+        Case("a width that is not a multiple of P, H x W a multiple of P^2", tokens._case(16, 6, 4)),
+        Case("neither side a multiple of P, H x W = P^2", tokens._case(27, 12, 18)),
+    ),
+    "check_vit_concepts": (
+        Case("class_token", reasoning.key(
+            "class_token", "b",
+            a="no: the class token's embedding reads no pixel; before the first block it is the same learned "
+              "vector (plus position 0) for every image",
+            b="right: it starts as one learned vector for every image and gathers the patches' information "
+              "by attending to them in every block; the head reads it after the last one",
+            c="no: nothing forces it to be the mean of the patch tokens; it is a token of its own that attends "
+              "to them with learned weights (mean pooling of the patches is another design, which some ViTs use)")),
+        Case("patch_size", reasoning.key(
+            "patch_size", "c",
+            a="no: halving P doubles the patches along each side, so N grows 4 times, not 2",
+            b="no: 4 times is the growth of N, the tokens; one attention map scores every pair of tokens, T^2",
+            c="right: N = (224/8)^2 = 784 instead of 196, 4 times the tokens, and one map holds T^2 scores: "
+              "785^2 / 197^2, about 16 times",
+            d="no: the weights do not change with P except the patch embedding's input, but the sequence does, "
+              "and attention's cost follows the sequence")),
+        Case("mae_cost", reasoning.key(
+            "mae_cost", "c",
+            a="no: the encoder does not see the removed patches at all; only the light decoder gets mask tokens "
+              "at every position",
+            b="no: the per-token parts (the MLP, the projections) shrink 4 times, but attention scores every "
+              "pair of tokens and shrinks about 16 times",
+            c="right: a quarter of the tokens: the per-token MLP and projections cost about a quarter, and "
+              "attention, T^2 scores, about a sixteenth")),
+    ),
+    "check_position_ablation": (
+        Case("zeroed", reasoning.key(
+            "zeroed", "b",
+            a="no: images with different patches still get different class tokens; only the same patches in "
+              "another arrangement are confused",
+            b="right: without positions self-attention is equivariant to a permutation of the tokens and the "
+              "class token, which reads them all, is invariant: it sees which patches the image holds, not "
+              "where",
+            c="no: the same random weights give the solid line, and the class token does depend on the patches' "
+              "contents; what it cannot see without positions is their order")),
+        Case("rounding", reasoning.key(
+            "rounding", "a",
+            a="right: attention adds the same terms in another order, and float32 addition is not associative; "
+              "1e-7 is float32's relative precision",
+            b="no: the position embeddings are zeros in that model; nothing tells the tokens apart but their "
+              "contents",
+            c="no: the shuffle moves whole patches and keeps every pixel inside each patch")),
+        Case("positions", reasoning.key(
+            "positions", "b",
+            a="no: the solid line shows the opposite: with positions the class token changes when the patches "
+              "move",
+            b="right: a patch plus its position is another token at another place, so attention, and the class "
+              "token, can depend on the layout, which a classifier needs",
+            c="no: the change is about 10^5 times the rounding level, with random weights whose attention is "
+              "almost uniform; training sharpens attention and makes it larger")),
     ),
 }

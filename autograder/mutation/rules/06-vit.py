@@ -2,6 +2,10 @@
 
 ``RULES[answer cell] = [(rule, old, new), ...]``: the solution cell with ``old`` (there exactly once)
 replaced by ``new``. Each must be killed by the part's checks; tests/test_mutants.py grades them.
+
+The two choice parts (``concepts_solution``, Part 8, and ``ablation_solution``, Part 9) have none: their
+answers are letters, and the key of each question (autograder/hidden/vit.py) is not a rule the statement
+states; the visible check tells only the answers' form.
 """
 
 RULES = {
@@ -97,5 +101,19 @@ RULES = {
          "pairs = sorted((j, i) for i, j in pairs)", "pairs = sorted(pairs)"),
         ("the least total cost, not a greedy choice",
          "while row_of[j0]:", "while row_of[j0] and False:"),
+    ],
+    "tokens_solution": [
+        ("T counts the class token too",
+         "T = 1 + (height // P) * (width // P)", "T = (height // P) * (width // P)"),
+        ("H/P rows of W/P patches: the image need not be square",
+         "(height // P) * (width // P)", "(height // P) * (height // P)"),
+        ("one map scores every token against every token: T^2",
+         "return T, T * T", "return T, T"),
+        ("a height that is not a multiple of P raises ValueError",
+         "if height % P or width % P:", "if width % P:"),
+        ("a width that is not a multiple of P raises ValueError",
+         "if height % P or width % P:", "if height % P:"),
+        ("whole numbers (int)",
+         "T = 1 + (height // P) * (width // P)", "T = 1 + (height / P) * (width / P)"),
     ],
 }

@@ -1,8 +1,8 @@
 """The Vision Transformer and what grew from it (chapter 6).
 
 One concept per module, small to large: :mod:`~attnbook.vit.patches`
-(``patchify``, ``unpatchify``, ``PatchEmbedding``), :mod:`~attnbook.vit.model`
-(``ViTConfig``, ``ViT``), :mod:`~attnbook.vit.maps` (``attention_maps``,
+(``patchify``, ``unpatchify``, ``PatchEmbedding``, ``vit_tokens``), :mod:`~attnbook.vit.model`
+(``ViTConfig``, ``ViT``, ``class_token_shift``), :mod:`~attnbook.vit.maps` (``attention_maps``,
 ``attention_rollout``, ``class_token_share``), :mod:`~attnbook.vit.mae` (``random_masking``,
 ``mae_loss``, ``MAE``), :mod:`~attnbook.vit.boxes` (box formats, IoU and
 generalised IoU) and :mod:`~attnbook.vit.matching` (``matching_cost``,
@@ -14,8 +14,8 @@ from attnbook.vit.boxes import box_area, box_cxcywh_to_xyxy, box_iou, box_xyxy_t
 from attnbook.vit.mae import MAE, mae_loss, random_masking
 from attnbook.vit.maps import attention_maps, attention_rollout, class_token_share
 from attnbook.vit.matching import hungarian_match, matching_cost
-from attnbook.vit.model import VIT_PRESETS, ViT, ViTConfig
-from attnbook.vit.patches import PatchEmbedding, patchify, unpatchify
+from attnbook.vit.model import VIT_PRESETS, ViT, ViTConfig, class_token_shift
+from attnbook.vit.patches import PatchEmbedding, patchify, unpatchify, vit_tokens
 
 __all__ = [
     "patchify",
@@ -24,6 +24,8 @@ __all__ = [
     "ViTConfig",
     "VIT_PRESETS",
     "ViT",
+    "class_token_shift",
+    "vit_tokens",
     "attention_maps",
     "attention_rollout",
     "class_token_share",

@@ -22,6 +22,7 @@ timm's ``vision_transformer.py``.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -30,9 +31,9 @@ from torch import nn
 from attnbook._checks import dropout_rate, int_at_least, positive_int
 from attnbook._config import PresetConfig
 from attnbook.transformer import EncoderBlock
-from attnbook.vit.patches import PatchEmbedding
+from attnbook.vit.patches import PatchEmbedding, patchify, unpatchify
 
-__all__ = ["ViTConfig", "VIT_PRESETS", "ViT"]
+__all__ = ["ViTConfig", "VIT_PRESETS", "ViT", "class_token_shift"]
 
 
 VIT_PRESETS: dict[str, dict[str, object]] = {
@@ -178,3 +179,51 @@ class ViT(nn.Module):
 
     def forward(self, images: torch.Tensor, *, need_weights: bool = False) -> torch.Tensor:
         return self.forward_head(self.forward_features(images, need_weights=need_weights))
+
+
+@torch.no_grad()
+def class_token_shift(model: ViT, images: torch.Tensor, order: torch.Tensor, *, positions: bool = True) -> torch.Tensor:
+    """How far the class token moves when the images' patches are shuffled: (depth,), one value per block.
+
+    The patches of ``images`` (B, C, H, W) are put in the ``order`` given (a
+    permutation of the N patches, the same for every image) and both the images
+    and the shuffled images go through ``model``; value ``l`` is the class token's
+    change after block ``l + 1``, ``|c' - c| / |c|``, averaged over the images.
+    ``positions=False`` measures a copy of ``model`` with its position
+    embeddings zeroed (the same weights otherwise). Without positions a ViT is
+    equivariant to a permutation of its patch tokens, and its class token, which
+    reads them all by attention, is invariant: the shift is zero up to float
+    rounding. With positions a patch moved is another token, and the class token
+    moves too.
+
+    >>> torch.manual_seed(0)
+    <torch._C.Generator object at ...>
+    >>> model = ViT(ViTConfig.preset("cpu-digits", depth=2)).eval()
+    >>> images, order = torch.rand(4, 1, 8, 8), torch.tensor([3, 2, 1, 0])   # the 4 patches reversed
+    >>> bool((class_token_shift(model, images, order) > 1e-4).all())
+    True
+    >>> bool((class_token_shift(model, images, order, positions=False) < 1e-5).all())
+    True
+    """
+    if not isinstance(model, ViT):
+        raise TypeError(f"model must be a ViT, got {type(model).__name__}")
+    cfg = model.config
+    N = cfg.num_patches
+    order = torch.as_tensor(order)
+    if order.shape != (N,) or not torch.equal(order.sort().values, torch.arange(N)):
+        raise ValueError(f"order must be a permutation of the {N} patches, got {tuple(order.tolist())}")
+    if not positions:
+        model = copy.deepcopy(model)
+        model.pos_embed.zero_()
+    P, (H, W) = cfg.patch_size, images.shape[-2:]
+    shuffled = unpatchify(patchify(images, P)[:, order], P, (H, W), in_chans=images.shape[1])
+
+    def class_tokens(x: torch.Tensor) -> list[torch.Tensor]:
+        h, states = model.embed(x), []
+        for block in model.blocks:
+            h = block(h)
+            states.append(h[:, 0])  # (B, D): the class token after this block
+        return states
+
+    return torch.stack([((b - a).norm(dim=-1) / a.norm(dim=-1)).mean()
+                        for a, b in zip(class_tokens(images), class_tokens(shuffled), strict=True)])

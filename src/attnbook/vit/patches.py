@@ -1,6 +1,7 @@
 """Tokenising an image: cut it into P x P patches and embed each one linearly.
 
-``patchify`` -> ``unpatchify`` -> ``PatchEmbedding``. An image (C, H, W) becomes
+``patchify`` -> ``unpatchify`` -> ``PatchEmbedding``, and ``vit_tokens``: how
+long the sequence is and how large each attention map. An image (C, H, W) becomes
 ``N = HW / P^2`` tokens, read row by row (left to right, then top to bottom);
 each patch is flattened as (P, P, C) -- pixel rows, then pixel columns, then
 channels -- the order of timm's and MAE's ``patchify``, so that reconstruction
@@ -22,7 +23,7 @@ from torch import nn
 
 from attnbook._checks import positive_int
 
-__all__ = ["patchify", "unpatchify", "PatchEmbedding"]
+__all__ = ["patchify", "unpatchify", "PatchEmbedding", "vit_tokens"]
 
 
 def _check_images(images: object, patch_size: int, in_chans: int | None = None) -> torch.Tensor:
@@ -88,6 +89,31 @@ def unpatchify(
     x = patches.reshape(B, h, w, P, P, C)  # (B, h, w, P, P, C)
     x = x.permute(0, 5, 1, 3, 2, 4)  # (B, C, h, P, w, P)
     return x.reshape(B, C, H, W)  # (B, C, H, W)
+
+
+def vit_tokens(height: int, width: int, patch_size: int) -> tuple[int, int]:
+    """A ViT's sequence for an ``height x width`` image: ``(T, T * T)``, its tokens and one attention map's scores.
+
+    ``T = 1 + (H / P)(W / P)``: ``H / P`` rows of ``W / P`` patches, and the class
+    token. Each head of each layer scores every token against every token, ``T^2``
+    scores, so halving ``P`` multiplies ``N`` by 4 and the attention by about 16. A
+    side that is not a multiple of ``P`` raises ``ValueError``: the patches would not
+    tile the image.
+
+    >>> vit_tokens(224, 224, 16)   # ViT-B/16: 14 x 14 patches and the class token
+    (197, 38809)
+    >>> vit_tokens(8, 16, 4)       # a non-square image: 2 rows of 4 patches
+    (9, 81)
+    >>> vit_tokens(8, 10, 4)
+    Traceback (most recent call last):
+    ValueError: width=10 is not a multiple of patch_size=4: the patches would not tile the image
+    """
+    P = positive_int("patch_size", patch_size)
+    for name, side in (("height", height), ("width", width)):
+        if positive_int(name, side) % P:
+            raise ValueError(f"{name}={side} is not a multiple of patch_size={P}: the patches would not tile the image")
+    tokens = 1 + (height // P) * (width // P)  # the class token and the N patches
+    return tokens, tokens * tokens
 
 
 class PatchEmbedding(nn.Module):

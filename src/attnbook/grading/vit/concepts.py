@@ -1,0 +1,18 @@
+"""Part 8 (reasoning, choices): what the class token is for, what a smaller patch costs, why MAE's encoder is cheap.
+
+Answered as ``vit_answers = {"class_token": ..., "patch_size": ..., "mae_cost": ...}``,
+one letter per question. The visible check tells only the form; the key and a
+sentence for every option are the instructor's hidden cases
+(:func:`attnbook.grading.reasoning.key`), printed in the feedback.
+
+>>> CHECK.visible[0].weight   # the form earns nothing
+0.0
+"""
+
+from __future__ import annotations
+
+from ._common import answered
+
+CHECK = answered("check_vit_concepts", __name__, "vit_answers",
+                class_token=("a", "b", "c"), patch_size=("a", "b", "c", "d"), mae_cost=("a", "b", "c"))
+check_vit_concepts = CHECK
