@@ -341,3 +341,39 @@ def test_cuda_forward_matches_cpu_and_trains_under_bf16_autocast() -> None:
         loss = mlm_loss(mlm.float(), labels.to(cuda))
     loss.backward()
     assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_uniform_mlm_loss_is_ln_v_and_refuses_a_bad_vocabulary() -> None:
+    import math
+
+    from attnbook.bert import uniform_mlm_loss
+
+    assert uniform_mlm_loss(1) == 0.0 and math.isclose(uniform_mlm_loss(8000), 8.987, abs_tol=1e-3)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="vocab_size must be a positive int"):
+            uniform_mlm_loss(bad)
+
+
+def test_shuffle_changes_is_zero_without_positions_and_checks_its_inputs() -> None:
+    from attnbook.bert import shuffle_changes
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=12)
+    model = BertModel(config).eval()
+    ids = torch.tensor([CLS, 7, 8, 9, 10, 11, SEP])
+    perms = torch.stack([torch.randperm(5, generator=torch.Generator().manual_seed(s)) for s in range(4)])
+    perms[0] = torch.arange(5)  # the identity: nothing moves, with positions or not
+    words, cls = shuffle_changes(model, ids, perms)
+    assert words.shape == cls.shape == (4,) and float(words[0]) < 1e-6 and float(cls[0]) < 1e-6
+    assert float(words[1:].min()) > 1e-3
+    with torch.no_grad():
+        model.embeddings.position_embeddings.weight.zero_()
+    words, cls = shuffle_changes(model, ids, perms)
+    assert float(words.max()) < 1e-5 and float(cls.max()) < 1e-5
+    with pytest.raises(ValueError, match="permutation"):
+        shuffle_changes(model, ids, torch.tensor([[0, 0, 1, 2, 3]]))
+    with pytest.raises(ValueError, match=r"\(K, 5\)"):
+        shuffle_changes(model, ids, torch.tensor([[0, 1, 2]]))
+    with pytest.raises(ValueError, match="n >= 1"):
+        shuffle_changes(model, ids[:2], torch.zeros(1, 0, dtype=torch.long))

@@ -7,7 +7,8 @@ come from the part modules in :mod:`attnbook.grading.bert`, the parameters only 
 
 import torch
 
-from attnbook.grading.bert import classifier, embeddings, freezing, loss, masking, nsp, wordpiece
+from attnbook.grading import reasoning
+from attnbook.grading.bert import classifier, embeddings, freezing, loss, masking, nsp, predict, wordpiece
 from attnbook.grading.engine import Case
 
 HIDDEN = {
@@ -90,5 +91,77 @@ HIDDEN = {
         Case("greedy, no backtracking", wordpiece._case(["abcd", "abc"], ("abc", "ab", "##cd")), weight=2.0),
         Case("another unk_token", wordpiece._case(["q", "playing", "unq"], unk="<unk>")),
         Case("a word that is one token", wordpiece._case(["play", "una", "s"])),
+    ),
+    # Other vocabularies and shares than the visible three: an answer written to the visible numbers (a table of
+    # them) fails here; one the size of a multilingual vocabulary, the edge of a single id (ln 1 = 0) and every
+    # position chosen. Equivalent mutants (autograder/mutants.py): the default mlm_probability=0.15 changed (to
+    # 1.15, -0.85): the loss does not depend on the share chosen, which is what the part asks the student to see.
+    "check_initial_mlm_loss": (
+        Case("GPT-2's vocabulary", predict._case(50257), weight=2.0),
+        Case("a multilingual vocabulary, another share", predict._case(119547, 0.25)),
+        Case("a small vocabulary, every position chosen", predict._case(11, 1.0)),
+        Case("a vocabulary of one id", predict._case(1, 0.6)),
+        Case("a few chosen", predict._case(997, 0.05)),
+    ),
+    # The keys of Part 9 (reasoning.choices): one case per question, a sentence for every option.
+    "check_masking_reasons": (
+        Case("always [MASK]", reasoning.key(
+            "mask_only", "b",
+            a="No: the labels keep the original token at every chosen position whatever the input shows, so the "
+              "loss is computed just the same.",
+            b="Right: the model only ever has to predict at [MASK], so it has no reason to make a good output for a "
+              "word it can see, and fine-tuning shows it only words it can see, never [MASK]. The chapter measured "
+              "it: the 100 % [MASK] model does no better on a visible word than on a hidden one.",
+            c="No: with every chosen token masked the answer is never in the input; copying the input is the risk "
+              "of leaving the chosen tokens unchanged, not of masking them all.",
+            d="No: the random and unchanged tokens cost nothing; they exist because fine-tuning never shows "
+              "[MASK], and the chapter measured what leaving them out costs on visible words.")),
+        Case("the 10 % random tokens", reasoning.key(
+            "random_tokens", "c",
+            a="No: that is ELECTRA's task (replaced-token detection); BERT's loss asks for the original token at "
+              "the chosen positions, never which ones were replaced.",
+            b="No: every word of the vocabulary occurs in the text anyway; a random token is a wrong word in a "
+              "wrong place, useful only because the model cannot tell it from a right one.",
+            c="Right: any visible word may be a random one (1.5 % of all tokens), so the model cannot copy what it "
+              "sees; it must judge every token against its context, and that is the vector fine-tuning uses.")),
+        Case("next-sentence pairs half and half", reasoning.key(
+            "nsp_balance", "b",
+            a="No: a linear layer on [CLS] can give any mix of labels; the split concerns the training pairs, not "
+              "the head.",
+            b="Right: with 90 % consecutive pairs, always answering 'is next' already scores 90 % without reading "
+              "the pair; at 50/50 no answer that ignores the sentences beats chance, so the loss rewards only "
+              "reading them.",
+            c="No: the MLM loss needs no pairs; it is taken at the chosen positions of each input, whatever "
+              "sentence B is.")),
+    ),
+    # The keys of Part 10: what the ablation's figure shows. Every seed shows it (tests/test_grading_bert.py):
+    # without positions the changes are float32 rounding (below 1e-5), with them above 0.05.
+    "check_positions_ablation": (
+        Case("each word's output, positions zeroed", reasoning.key(
+            "words", "b",
+            a="No: the curves of the zeroed model lie about six powers of ten below the others, at float32 "
+              "rounding: the words' outputs did not change.",
+            b="Right: without positions the encoder is permutation-equivariant. Each word's input vector is its "
+              "word and segment embedding wherever it stands, and attention mixes a set of keys in any order, so "
+              "shuffling the words shuffles their outputs alike.",
+            c="No: the figure follows each word to its new place and compares it with its own output before the "
+              "shuffle; the words' outputs still differ from one another, as their embeddings do.")),
+        Case("the [CLS] output", reasoning.key(
+            "cls", "a",
+            a="Right: [CLS] keeps its place, but with positions the words it attends to carry other position "
+              "embeddings after the shuffle; without them it attends to the same set of vectors, and a weighted "
+              "sum over a set does not depend on its order.",
+            b="No: [CLS] keeps its place, but with positions the words it reads carry other position embeddings "
+              "after the shuffle: its curve with positions lies far above rounding.",
+            c="No: without positions the [CLS] curve lies at float32 rounding: [CLS] attends to the same set of "
+              "word vectors, only in another order, and a weighted sum does not depend on the order.")),
+        Case("what a BERT without positions tells apart", reasoning.key(
+            "tell_apart", "c",
+            a="No: sentences with other words have other word embeddings and other outputs; only the order is "
+              "lost.",
+            b="No: it is the other way round. Without positions every order of the same words gives the same "
+              "outputs, moved, while other words give other outputs.",
+            c="Right: it reads a bag (a multiset) of words. 'dog bites man' and 'man bites dog' get the same [CLS] "
+              "vector and the same word outputs, moved; a classifier on top cannot tell them apart.")),
     ),
 }

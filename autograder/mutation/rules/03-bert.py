@@ -2,6 +2,11 @@
 
 ``RULES[answer cell] = [(rule, old, new), ...]``: the solution cell with ``old`` (there exactly once)
 replaced by ``new``. Each must be killed by the part's checks; tests/test_mutants.py grades them.
+
+The reasoning parts answered by letter (``reason_solution``, Part 9, and ``ablation_solution``, Part 10) have
+none: their statements state no rule for the answer to follow, only questions, and a key is not a rule (the
+visible check tells the form only, so no wrong letter could fail a visible check). Their form (a dict of the
+questions' keys, a letter each) is held by tests/test_reasoning.py and the catalogue's form mistakes.
 """
 
 RULES = {
@@ -80,5 +85,13 @@ RULES = {
         ("the longest piece first", "range(len(word), start, -1)", "range(start + 1, len(word) + 1)"),
         ("unknown: [unk_token]", "return [unk_token]", 'return ["[UNK]"]'),
         ("unknown: the whole word, a single piece", "return [unk_token]", "return pieces + [unk_token]"),
+    ],
+    "predict_solution": [
+        ("in nats: the natural log", "return math.log(vocab_size)", "return math.log2(vocab_size)"),
+        ("a chosen position costs -ln p, minus the log of the probability", "return math.log(vocab_size)",
+         "return math.log(1 / vocab_size)"),
+        ("the mean over the chosen positions: their share does not change it", "return math.log(vocab_size)",
+         "return math.log(vocab_size) * mlm_probability / 0.15"),
+        ("V ids, special ids included", "return math.log(vocab_size)", "return math.log(vocab_size - 1)"),
     ],
 }

@@ -10,11 +10,14 @@ every chosen position and only there: ``labels`` hold it there and ``-100``
 learning that only ``[MASK]`` positions matter, since ``[MASK]`` never appears
 when the model is fine-tuned.
 
-``mlm_loss`` is the mean cross-entropy over the chosen positions only.
+``mlm_loss`` is the mean cross-entropy over the chosen positions only, and
+``uniform_mlm_loss`` what it is for a model that has learnt nothing yet: one
+whose logits are all equal spreads its bet evenly over the vocabulary.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import torch
@@ -22,7 +25,7 @@ import torch.nn.functional as F
 
 from attnbook._checks import number_in, positive_int, token_ids
 
-__all__ = ["IGNORE_INDEX", "mask_tokens", "mlm_loss"]
+__all__ = ["IGNORE_INDEX", "mask_tokens", "mlm_loss", "uniform_mlm_loss"]
 
 IGNORE_INDEX = -100  # a label equal to this is skipped by the loss (PyTorch's and Hugging Face's default)
 
@@ -101,3 +104,20 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         raise ValueError("labels are all -100: no position was chosen, so there is no loss to average")
     V = logits.shape[-1]
     return F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1), ignore_index=IGNORE_INDEX)  # (B*T, V)
+
+
+def uniform_mlm_loss(vocab_size: int) -> float:
+    """The MLM loss, in nats, of a model whose logits are all equal: ``ln V``, whatever share is masked.
+
+    Equal logits give every one of the ``V`` ids the probability ``1 / V``, so
+    each chosen position costs ``-ln(1 / V) = ln V``; ``mlm_loss`` averages over
+    the chosen positions, so how many were chosen does not change the mean. An
+    untrained BERT, whose logits are near zero, starts close to it.
+
+    >>> round(uniform_mlm_loss(4), 4)                    # as mlm_loss of zero logits over V = 4
+    1.3863
+    >>> round(uniform_mlm_loss(30522), 2)                # BERT-base's vocabulary
+    10.33
+    """
+    positive_int("vocab_size", vocab_size)
+    return math.log(vocab_size)

@@ -41,7 +41,8 @@ from attnbook.transformer import EncoderBlock
 
 from .config import BertConfig
 
-__all__ = ["BertEmbeddings", "BertPooler", "BertModel", "init_bert_weights", "estimate_flops_per_token"]
+__all__ = ["BertEmbeddings", "BertPooler", "BertModel", "init_bert_weights", "estimate_flops_per_token",
+           "shuffle_changes"]
 
 
 def _check_config(config: object) -> BertConfig:
@@ -262,3 +263,52 @@ def estimate_flops_per_token(model: nn.Module, seq_len: int) -> int:
     cfg = _check_config(getattr(model, "config", None))
     n_matmul = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
     return 6 * n_matmul + 12 * cfg.num_hidden_layers * seq_len * cfg.hidden_size
+
+
+def shuffle_changes(model: nn.Module, ids: torch.Tensor, perms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """How far an encoder's outputs move when the words of a sentence are shuffled: ``(words, cls)``, each (K,).
+
+    ``model`` is a :class:`BertModel` (in eval mode), ``ids`` one sentence
+    ``[CLS] w_1 ... w_n [SEP]`` (T = n + 2,), ``perms`` (K, n) permutations of
+    ``0 .. n-1``: the k-th shuffle puts word ``perms[k, j]`` at word place ``j``,
+    ``[CLS]`` and ``[SEP]`` staying where they are. With ``h`` the outputs for
+    the sentence and ``h'`` those for a shuffle,
+
+    - ``words[k]``: each word's output *followed to its new place*, the mean over
+      the words of ``||h'_j - h_perm(j)||``, over the mean norm of the words' ``h``;
+    - ``cls[k]``: ``||h'_[CLS] - h_[CLS]|| / ||h_[CLS]||``, the sentence's vector.
+
+    Self-attention without positions is permutation-equivariant: shuffling its
+    input shuffles its output alike, so both are zero up to rounding; the
+    position embeddings are what makes a word's place matter.
+
+    >>> _ = torch.manual_seed(0)
+    >>> model = BertModel(BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+    ...                              intermediate_size=16, max_position_embeddings=8)).eval()
+    >>> ids, perms = torch.tensor([2, 7, 8, 9, 3]), torch.tensor([[2, 0, 1]])
+    >>> words, cls = shuffle_changes(model, ids, perms)
+    >>> bool(words[0] > 0.1)                              # with positions: each word's output changes
+    True
+    >>> with torch.no_grad():
+    ...     _ = model.embeddings.position_embeddings.weight.zero_()
+    >>> words, cls = shuffle_changes(model, ids, perms)
+    >>> bool(words[0] < 1e-5 and cls[0] < 1e-5)          # without: the same outputs, moved with the words
+    True
+    """
+    ids = token_ids("ids", ids, dim=1)
+    if ids.shape[0] < 3:
+        raise ValueError(f"ids must be a sentence [CLS] w_1 ... w_n [SEP] with n >= 1, got {ids.shape[0]} ids")
+    n = ids.shape[0] - 2
+    if not isinstance(perms, torch.Tensor) or perms.dim() != 2 or perms.shape[1] != n:
+        raise ValueError(f"perms must be a (K, {n}) tensor of permutations of the {n} words")
+    if not bool((perms.sort(dim=1).values == torch.arange(n)).all()):
+        raise ValueError(f"each row of perms must be a permutation of 0 .. {n - 1}")
+    K = perms.shape[0]
+    shuffled = torch.cat([ids[:1].expand(K, 1), ids[1:-1][perms], ids[-1:].expand(K, 1)], dim=1)  # (K, T)
+    with torch.no_grad():
+        h, _ = model(torch.cat([ids[None], shuffled]))  # (1 + K, T, C)
+    before, after = h[0], h[1:]
+    followed = before[1:-1][perms]  # (K, n, C): the output each word had before, at its new place
+    words = (after[:, 1:-1] - followed).norm(dim=-1).mean(1) / before[1:-1].norm(dim=-1).mean()
+    cls = (after[:, 0] - before[0]).norm(dim=-1) / before[0].norm()
+    return words, cls
