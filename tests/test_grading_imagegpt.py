@@ -48,6 +48,7 @@ def test_the_private_reference_agrees_with_the_package():
     (checks.check_complete, (ig.complete,)),
     (checks.check_pixelcnn_mask, (ig.pixelcnn_mask,)),
     (checks.check_ridge_probe, (ig.ridge_probe,)),
+    (checks.check_uniform_bits, (ig.uniform_bits,)),
 ])
 def test_the_reference_itself_is_trapped(check, args):
     with pytest.raises(CheckFailed, match="calls the reference implementation"):
@@ -118,3 +119,62 @@ def test_palette_cases_have_integer_colours_so_distances_tie_exactly():
     pixels, pal = palette._case(2, (12,), 3, ties=True)()
     d2 = ((pixels[:, None] - pal) ** 2).sum(-1)
     assert torch.equal(d2[:, 0], d2[:, 1])  # the ties case really ties
+
+
+# ------------------------------------------------------------------ the reasoning parts (9 to 11)
+
+
+def test_the_untrained_model_measures_near_the_predicted_bits():
+    """Part 9's measuring cell: an untrained ImageGPT scores near log2 8 = 3 bits per dimension, a little below
+    (its tied output layer leans to the previous pixel's value), for every seed of its weights."""
+    from attnbook.data import load_digits
+
+    digits, _ = load_digits(normalize=False)
+    seq = ig.grey_levels(digits[:256], 8).reshape(256, 64)
+    predicted = ig.uniform_bits(8, 8, 8)["bits_per_dim"]
+    for seed in range(3):
+        torch.manual_seed(seed)
+        model = ig.ImageGPT(ig.ImageGPTConfig(vocab_size=8, height=8, width=8, n_layer=2, n_head=2, n_embd=32))
+        with torch.no_grad():
+            measured = ig.bits_per_dim(model.eval()(seq), seq).item()
+        assert predicted - 0.5 < measured < predicted + 0.05, (seed, measured)
+
+
+def test_the_palette_ablation_shows_its_effects_for_every_seed():
+    """Part 11 is graded on the reading of its figure: the effects it asks about hold for every seed, by far.
+
+    The error falls at every doubling of K (by 2 points of 255 at least), and the first doubling buys more
+    than 1.5 times what any later one does (about twice); the figure's cell runs three of these seeds."""
+    pytest.importorskip("PIL")
+    from sklearn.datasets import load_sample_image
+
+    pixels = torch.tensor(load_sample_image("china.jpg"))[::10, ::10].reshape(-1, 3).double()  # as the cell
+    errors = ig.palette_size_errors(pixels, (2, 4, 8, 16, 32), tuple(range(8)))  # (8 seeds, 5 sizes)
+    drops = errors[:, :-1] - errors[:, 1:]  # (8, 4): what each doubling buys
+    assert (drops > 2.0).all(), errors
+    assert (drops[:, 0] > 1.5 * drops[:, 1:].max(dim=1).values).all(), errors
+    assert (errors.max(dim=0).values - errors.min(dim=0).values < 1.5).all(), errors  # seeds agree
+
+
+def test_a_reasoning_part_not_answered_yet_says_so():
+    for check in (checks.check_design_answers, checks.check_palette_reading):
+        with pytest.raises(CheckFailed, match="not implemented yet"):
+            check(None)
+        with pytest.raises(CheckFailed, match="should be a dict"):
+            check(["a", "b", "c"])
+
+
+def test_the_keys_of_the_reasoning_parts_explain_every_option(capsys):
+    """Each question has a hidden key with a sentence for every option the notebook offers; the key earns all."""
+    asked = {checks.check_design_answers: {"channels": "abcd", "typeb": "abc", "probe": "abc"},
+             checks.check_palette_reading: {"error": "abcd", "gain": "abc", "cost": "abcd"}}
+    for check, questions in asked.items():
+        keys = {}
+        for case in check.hidden:
+            _, question, right, why = case.make()
+            assert "".join(sorted(why)) == questions[question] and right in why, question
+            keys[question] = right
+        assert set(keys) == set(questions)
+        check({q: options[-1] for q, options in questions.items()})  # the form of any option passes
+        assert check(keys, points=3) == 3
+        assert len(set(keys.values())) > 1  # not one letter for every question

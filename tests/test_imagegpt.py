@@ -31,6 +31,7 @@ from attnbook.imagegpt import (
     next_pixel_loss,
     palette_dequantize,
     palette_quantize,
+    palette_size_errors,
     pixel_logits,
     pixelcnn_mask,
     psnr,
@@ -40,6 +41,7 @@ from attnbook.imagegpt import (
     sample_images,
     sequence_cost,
     to_sequence,
+    uniform_bits,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -190,6 +192,24 @@ def test_kmeans_palette_beats_uniform_9bit(photo_pixels):
 # ----------------------------------------------------------------------------- raster order
 
 
+def test_palette_size_errors_are_the_rmse_of_each_seeded_palette(photo_pixels):
+    pixels = photo_pixels[:1500].double()
+    errors = palette_size_errors(pixels, (1, 4, 16), (0, 3))
+    assert errors.shape == (2, 3) and errors.dtype == torch.float64
+    for i, seed in enumerate((0, 3)):
+        for j, k in enumerate((1, 4, 16)):
+            palette = kmeans_palette(pixels, k, 8, seed=seed)
+            diff = pixels - palette[nearest_colour(pixels, palette)]  # (N, 3)
+            assert math.isclose(errors[i, j].item(), diff.pow(2).mean().sqrt().item(), rel_tol=1e-9)
+    # one colour: the mean colour, whatever the seed; the error is the spread of the channel values about it
+    assert math.isclose(errors[0, 0].item(), (pixels - pixels.mean(0)).pow(2).mean().sqrt().item(), rel_tol=1e-9)
+    assert torch.equal(errors, palette_size_errors(pixels, (1, 4, 16), (0, 3)))  # seeded: the same every time
+    with pytest.raises(ValueError, match="at least one"):
+        palette_size_errors(pixels, (), (0,))
+    with pytest.raises(ValueError, match=r"\(N, 3\)"):
+        palette_size_errors(pixels.view(1, -1, 3), (2,), (0,))
+
+
 def test_raster_order_is_row_by_row_and_inverts():
     tokens = torch.randint(0, 512, (3, 4, 6), generator=_gen())
     seq = to_sequence(tokens)
@@ -293,6 +313,20 @@ def test_bits_per_dim_hand_worked():
     # a mean per dimension over all images: an image of 1-bit pixels and one of 3-bit pixels average to 2
     two = torch.stack([p.log().expand(2, 4), p.log().expand(2, 4)])  # (2, 2, 4)
     assert bits_per_dim(two, torch.tensor([[0, 0], [2, 3]])).item() == pytest.approx(2.0)
+
+
+def test_uniform_bits_is_log2_k_per_pixel():
+    assert uniform_bits(8, 8, 8) == {"bits_per_dim": 3.0, "bits_per_image": 192.0}
+    assert uniform_bits(1, 5, 5)["bits_per_image"] == 0.0  # one value: nothing to tell
+    got = uniform_bits(3, 2, 7)
+    assert math.isclose(got["bits_per_dim"], math.log2(3)) and math.isclose(got["bits_per_image"], 14 * math.log2(3))
+    # what a model that gives every value the same probability scores
+    logits, targets = torch.zeros(2, 5, 3), torch.randint(3, (2, 5), generator=_gen(0))
+    assert math.isclose(bits_per_dim(logits, targets).item(), got["bits_per_dim"], rel_tol=1e-6)
+    with pytest.raises(ValueError, match="n_colours"):
+        uniform_bits(0, 2, 2)
+    with pytest.raises(ValueError, match="width"):
+        uniform_bits(2, 2, 2.5)
 
 
 def test_bits_per_dim_is_nats_over_ln2_and_checks_shapes():

@@ -7,8 +7,9 @@ come from the part modules in :mod:`attnbook.grading.imagegpt`, the parameters o
 
 import torch
 
+from attnbook.grading import reasoning
 from attnbook.grading.engine import Case
-from attnbook.grading.imagegpt import bpd, completion, cost, mask, palette, probe, quantize, sequence
+from attnbook.grading.imagegpt import bpd, completion, cost, mask, palette, predict, probe, quantize, sequence
 
 HIDDEN = {
     "check_bits_per_dim": (
@@ -40,6 +41,72 @@ HIDDEN = {
         # statement: any correct way of sampling passes). Grading this part takes seconds to minutes on a loaded
         # machine, near mutants.py's 10 s clock, so some of these are killed by the clock in one run and survive
         # the next (the first run killed all 70 mutants).
+    ),
+    "check_uniform_bits": (
+        # K not a power of two: log2 K is not a whole number (rounding it up, the bits that write an id, fails)
+        Case("three values, not a power of two", predict._case(3, 7, 5), weight=2.0),
+        Case("ten values, a 28 x 28 image", predict._case(10, 28, 28), weight=2.0),
+        Case("one value: nothing to tell apart, 0 bits", predict._case(1, 6, 11)),
+        Case("one pixel", predict._case(256, 1, 1)),
+        Case("one row", predict._case(5, 1, 9)),
+        Case("iGPT's 64 x 64 images", predict._case(512, 64, 64)),
+    ),
+    # The reasoning parts: one case per question, the right letter and what every option means.
+    "check_design_answers": (
+        Case("channels", reasoning.key(
+            "channels", "c",
+            a="a pixel as three tokens makes the sequence three times longer: 3,072 tokens, not 1,024",
+            b="the tokens grow 3 times, but attention compares every token with every token: 3,072 squared "
+              "is 9 times 1,024 squared",
+            c="3,072 tokens instead of 1,024 give 9 times the entries (T squared), for a softmax of 256 "
+              "scores instead of 512: the palette buys a short sequence with a wider softmax",
+            d="the three bytes are predicted one at a time, 256 values each: no token has 16.7 million "
+              "values, but there are three times as many tokens, and 9 times the attention",
+        )),
+        Case("typeb", reasoning.key(
+            "typeb", "a",
+            a="with the centre in the first layer the network reads the very pixel it predicts and learns to "
+              "copy it: a training loss far below the honest model's; sampling has no value there yet, so "
+              "the samples are not digits",
+            b="one weight of nine is enough: it lets the pixel itself into the prediction, and copying the "
+              "answer beats any real model of the image",
+            c="a type-B first layer sees more, not less: the centre, which is the answer itself",
+        )),
+        Case("probe", reasoning.key(
+            "probe", "b",
+            a="chance is not the baseline: a linear probe on random features, or on the raw pixels, already "
+              "separates the digits far above 10 percent",
+            b="only the gap over the same network with random weights (and over the raw pixels) is what "
+              "next-pixel training added; here the raw pixels are hard to beat",
+            c="the training accuracy measures how well the probe fits its own images, not what the features "
+              "hold for new ones",
+        )),
+    ),
+    "check_palette_reading": (
+        Case("error", reasoning.key(
+            "error", "b",
+            a="the curves fall: more colours put a palette colour nearer to every pixel",
+            b="each doubling gives k-means more colours to place, so every pixel's nearest colour is nearer: "
+              "the three seeds' curves fall at every step",
+            c="the curves keep falling after 8 colours, less steeply but at every doubling",
+            d="the three seeds' curves lie almost on top of each other and all fall: the effect is larger "
+              "than the seed's",
+        )),
+        Case("gain", reasoning.key(
+            "gain", "a",
+            a="from 2 to 4 colours the error falls by far the most: a few colours are spread over the "
+              "largest gaps first, later ones split clusters that are already close",
+            b="the last doubling buys the least: by 16 colours every pixel already has a colour near it",
+            c="the steps shrink: each doubling buys less than the one before",
+        )),
+        Case("cost", reasoning.key(
+            "cost", "c",
+            a="the tokens per image do not depend on K: one token per pixel, whatever the palette",
+            b="K is paid in the model: a score per colour at every pixel, and a row of the embedding per colour",
+            c="the right panel: the sequence stays at one token per pixel, while the softmax (and the "
+              "embedding) grows with K, and each colour is seen in fewer training pixels",
+            d="the palette changes each pixel's colour, never the number of pixels",
+        )),
     ),
     "check_sequence_cost": (
         Case("iGPT's largest input, 64 x 64", cost._case(64), weight=2.0),

@@ -2,6 +2,11 @@
 
 ``RULES[answer cell] = [(rule, old, new), ...]``: the solution cell with ``old`` (there exactly once)
 replaced by ``new``. Each must be killed by the part's checks; tests/test_mutants.py grades them.
+
+The choice parts (``design_answers_solution``, ``palette_reading_solution``: a letter per question) have
+none: their key is not a rule the statement states, it is what the student must find, and the visible
+check tells only the form of the answers (a check that told right from wrong before hand-in could be
+beaten by trying every option).
 """
 
 RULES = {
@@ -111,6 +116,18 @@ RULES = {
         ("the accuracy on the test set",
          "pred = (design(test_feats) @ W).argmax(dim=1)\n    return (pred == test_labels)",
          "pred = (design(train_feats) @ W).argmax(dim=1)\n    return (pred == train_labels)"),
+    ],
+    "uniform_bits_solution": [
+        ("bits: log base 2",
+         "math.log2(n_colours)", "math.log(n_colours)"),
+        ("each pixel costs -log2(1 / K) = log2 K, not K",
+         "math.log2(n_colours)", "float(n_colours)"),
+        ("bits per dimension: one pixel's bits, not the image's",
+         '"bits_per_dim": per_pixel', '"bits_per_dim": height * width * per_pixel'),
+        ("an image of height x width pixels",
+         "height * width * per_pixel}", "height * height * per_pixel}"),
+        ("one token, one dimension, per pixel",
+         "height * width * per_pixel}", "3 * height * width * per_pixel}"),
     ],
     "cost_solution": [
         ("tokens: side x side",

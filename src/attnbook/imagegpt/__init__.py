@@ -30,7 +30,7 @@ from .baselines import (
     shape_agreement,
 )
 from .masked import BidirectionalSelfAttention, MaskedPixelModel, mask_pixels, masked_pixel_bits, masked_pixel_loss
-from .model import IMAGEGPT_PRESETS, ImageGPT, ImageGPTConfig, bits_per_dim
+from .model import IMAGEGPT_PRESETS, ImageGPT, ImageGPTConfig, bits_per_dim, uniform_bits
 from .palette import (
     dequantize_9bit,
     grey_levels,
@@ -40,6 +40,7 @@ from .palette import (
     nearest_colour,
     palette_dequantize,
     palette_quantize,
+    palette_size_errors,
     psnr,
     quantize_9bit,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "palette_quantize",
     "palette_dequantize",
     "psnr",
+    "palette_size_errors",
     "to_sequence",
     "from_sequence",
     "sequence_cost",
@@ -74,6 +76,7 @@ __all__ = [
     "IMAGEGPT_PRESETS",
     "ImageGPT",
     "bits_per_dim",
+    "uniform_bits",
     "pixel_logits",
     "receptive_field",
     "next_pixel_loss",

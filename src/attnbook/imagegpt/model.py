@@ -38,6 +38,7 @@ __all__ = [
     "IMAGEGPT_PRESETS",
     "PixelTransformer",
     "ImageGPT",
+    "uniform_bits",
     "bits_per_dim",
 ]
 
@@ -221,3 +222,21 @@ def bits_per_dim(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # bf16/fp16 -> fp32; fp64 stays
     nats = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))  # (N, V), (N,)
     return nats / math.log(2)
+
+
+def uniform_bits(n_colours: int, height: int, width: int) -> dict[str, float]:
+    """The bits of a model that gives each of ``n_colours`` values the same probability at every pixel.
+
+    Every pixel costs ``-log2(1 / K) = log2 K`` bits whatever its value, so the
+    bits per dimension are ``log2 K`` (a dimension is a pixel: one token each),
+    and an image of ``height`` x ``width`` pixels costs ``height * width * log2 K``
+    bits. An untrained ImageGPT, whose logits start near zero, scores about this.
+
+    >>> uniform_bits(8, 8, 8)            # 8 grey levels: 3 bits a pixel, 64 pixels
+    {'bits_per_dim': 3.0, 'bits_per_image': 192.0}
+    """
+    positive_int("n_colours", n_colours)
+    positive_int("height", height)
+    positive_int("width", width)
+    per_dim = math.log2(n_colours)
+    return {"bits_per_dim": per_dim, "bits_per_image": height * width * per_dim}

@@ -23,13 +23,15 @@ palette colours. Reference: Chen et al., *Generative Pretraining from Pixels*
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
 from attnbook._checks import positive_int, token_ids
 
 __all__ = ["quantize_9bit", "dequantize_9bit", "grey_levels", "kmeans_step", "kmeans_palette", "kmeans_inertia",
-           "nearest_colour", "palette_quantize", "palette_dequantize", "psnr"]
+           "nearest_colour", "palette_quantize", "palette_dequantize", "psnr",
+           "palette_size_errors"]
 
 _BITS = 3  # bits kept per channel
 _SHIFT = 8 - _BITS  # 5 low bits dropped
@@ -235,6 +237,35 @@ def _kmeans_once(x: torch.Tensor, k: int, iters: int, generator: torch.Generator
             break
         palette = moved
     return palette
+
+
+def palette_size_errors(pixels: torch.Tensor, sizes: Sequence[int], seeds: Sequence[int],
+                        iters: int = 8) -> torch.Tensor:
+    """The quantisation error of k-means palettes of each size, once per seed: a tensor (len(seeds), len(sizes)).
+
+    For every seed and every palette size ``k`` in ``sizes``, fits
+    :func:`kmeans_palette` (``iters`` Lloyd rounds, seeded by ``seed``) to the
+    pixels (N, 3) and measures the root mean squared error of one channel value
+    when each pixel is replaced by its nearest palette colour, on the pixels'
+    scale (0..255 for bytes). The ablation of chapter 5's exercises draws it
+    against ``k``: more colours, a smaller error.
+
+    >>> pts = torch.tensor([[0.0, 0, 0], [2, 0, 0], [100, 100, 100], [102, 100, 100]])
+    >>> palette_size_errors(pts, sizes=(1, 2, 4), seeds=(0,)).round(decimals=2)  # 4 colours: no error
+    tensor([[50.0000,  0.5800,  0.0000]], dtype=torch.float64)
+    """
+    pixels = _pixels("pixels", pixels)
+    if pixels.dim() != 2:
+        raise ValueError(f"pixels must have shape (N, 3), got {tuple(pixels.shape)}")
+    if not sizes or not seeds:
+        raise ValueError("sizes and seeds must each hold at least one value")
+    x = pixels.double()  # (N, 3)
+    errors = torch.empty(len(seeds), len(sizes), dtype=torch.float64)
+    for i, seed in enumerate(seeds):
+        for j, k in enumerate(sizes):
+            palette = kmeans_palette(x, k, iters, seed=seed)  # (k, 3)
+            errors[i, j] = math.sqrt(kmeans_inertia(x, palette) / x.numel())  # per channel value
+    return errors
 
 
 def palette_quantize(images: torch.Tensor, palette: torch.Tensor) -> torch.Tensor:
