@@ -158,3 +158,21 @@ def test_cuda_matches_cpu():
     torch.testing.assert_close(gpu.cpu(), cpu, atol=1e-5, rtol=1e-4)
     fused = fused_attention(q.to(dev), k.to(dev), v.to(dev), mask.to(dev))
     torch.testing.assert_close(fused.cpu(), cpu, atol=1e-5, rtol=1e-4)
+
+
+def test_scaling_ablation_shows_the_softmax_saturate_without_the_scale():
+    """attnbook.attention.scaling_ablation (chapter 2's Part 14): with the scale nothing changes with d_k;
+    without it the largest weight tends to 1 and the softmax's Jacobian to 0; the same draws for both."""
+    from attnbook.attention import scaling_ablation
+
+    d_ks = [1, 4, 64, 1024]
+    out = scaling_ablation(d_ks, keys=16, queries=256, seed=3)
+    assert set(out) == {"max_weight_scaled", "max_weight_unscaled", "grad_scaled", "grad_unscaled"}
+    assert all(v.shape == (4,) and v.dtype == torch.float64 for v in out.values())
+    assert out["max_weight_scaled"][0] == out["max_weight_unscaled"][0]  # d_k = 1: the scale is 1
+    assert out["max_weight_scaled"].min() > 1 / 16 and out["max_weight_scaled"].max() < 0.35
+    assert out["max_weight_unscaled"][-1] > 0.9 and out["grad_unscaled"][-1] < 0.01 < out["grad_scaled"].min()
+    again = scaling_ablation(d_ks, keys=16, queries=256, seed=3)
+    assert all(torch.equal(out[k], again[k]) for k in out)  # seeded
+    with pytest.raises(ValueError, match="d_k must be a positive int"):
+        scaling_ablation([0])

@@ -388,3 +388,72 @@ def test_a_swapped_pair_is_named_even_when_the_shapes_agree():
     for case in (sdpa._plain(3, (2,), 3, 4, 8, 5), sdpa._plain(3, (2,), 3, 4, 8, 4)):  # d_v = 5, then d_v = S
         with pytest.raises(CheckFailed, match="the pair is swapped"):
             sdpa.check_sdpa(swapped)(*case())
+
+
+# ------------------------------------------------------------------ Parts 12 to 14: the student reasons
+
+
+def test_the_parameter_count_is_the_built_blocks_for_every_case_and_names_each_mistake():
+    """Part 12: every case's count is that of attnbook's EncoderBlock built with its sizes (on the meta device:
+    the largest are far too large to allocate), and each known mistake gets its own words."""
+    from attnbook.grading.transformer import params
+
+    part = params.check_encoder_block_params
+    for case in part.visible + part.hidden:
+        sizes = case.make()
+        if max(sizes) < 2**14:
+            with torch.device("meta"):
+                block = attnbook.transformer.EncoderBlock(*sizes)
+            assert params.REF.encoder_block_parameters(*sizes) == sum(p.numel() for p in block.parameters())
+    assert any(case.make()[1] == 1 for case in part.hidden)  # one head: hidden only
+    assert all(case.make()[1] > 1 for case in part.visible)
+    for words, wrong in [
+        ("every bias is missing", lambda d, h, f: 4 * d * d + 2 * d * f + 4 * d),
+        ("one LayerNorm instead of two", lambda d, h, f: params.REF.encoder_block_parameters(d, h, f) - 2 * d),
+        ("grows with num_heads", lambda d, h, f: h * params.REF.encoder_block_parameters(d, h, f)
+         - (h - 1) * (2 * d * f + f + 5 * d)),
+        ("swapped in a bias", lambda d, h, f: params.REF.encoder_block_parameters(d, h, f) - f + d),
+        ("a Python int", lambda d, h, f: float(params.REF.encoder_block_parameters(d, h, f))),
+    ]:
+        with pytest.raises(CheckFailed, match=words):
+            part(wrong)
+    assert part(params.REF.encoder_block_parameters) is None
+
+
+def test_the_reasoning_parts_say_not_implemented_and_their_keys_are_hidden_and_explained():
+    """Parts 13 and 14: a blank answer is "not implemented yet"; the keys (one case per question) are in the
+    instructor's file only, with a sentence for every option of the question."""
+    from attnbook.grading import reasoning
+    from attnbook.grading.transformer import ablation, reasoning_attention
+
+    for part, what in ((reasoning_attention.check_attention_reason, "attention_answers"),
+                       (ablation.check_scaling_ablation, "scaling_answers")):
+        assert reasoning.is_choices(part) and part.forbidden == ()
+        with pytest.raises(CheckFailed, match=f"{what} is not implemented yet"):
+            part(None)
+        keys = [case.make() for case in part.hidden]
+        assert [k[0] for k in keys] == ["key"] * len(keys) and len(keys) == 3
+        for _, _question, right, why in keys:
+            assert right in why and len(why) >= 3 and all(len(sentence) > 60 for sentence in why.values())
+        module = part.check.__module__.rpartition(".")[2]
+        folder = harness.ROOT / "src" / "attnbook" / "grading" / "transformer"
+        assert "key(" not in (folder / f"{module}.py").read_text()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_ablation_shows_what_its_key_says_for_every_seed(seed):
+    """Part 14 is graded on the reading of its figure, so what the keys say must hold for any seed, not only
+    the notebook's: without the scale the largest weight passes 0.9 from d_k = 256 on and the gradient factor
+    falls to about 0.1 at d_k = 64 and near 0 past 512; with it both stay flat (weight near 1/4, factor near
+    0.3); the curves start together at d_k = 1."""
+    from attnbook.attention import scaling_ablation
+
+    d_ks = [2**i for i in range(11)]
+    out = scaling_ablation(d_ks, keys=16, queries=256, seed=seed)
+    at = {d: i for i, d in enumerate(d_ks)}
+    assert out["max_weight_scaled"][0] == out["max_weight_unscaled"][0]
+    assert 1 / 16 < out["max_weight_scaled"].min() and out["max_weight_scaled"].max() < 0.3
+    assert 0.25 < out["grad_scaled"].min() and out["grad_scaled"].max() < 0.32
+    assert (out["max_weight_unscaled"][at[256]:] > 0.9).all() and out["max_weight_unscaled"][at[64]] > 0.8
+    assert 0.05 < out["grad_unscaled"][at[64]] < 0.15 and (out["grad_unscaled"][at[512]:] < 0.01).all()
+    assert (out["grad_unscaled"][at[32]:] < out["grad_scaled"][at[32]:]).all()  # parted from d_k = 32 on

@@ -380,3 +380,25 @@ def test_the_blocks_stay_importable_from_attnbook_transformer():
 
     for name in attnbook.transformer_blocks.__all__:
         assert getattr(attnbook.transformer, name) is getattr(attnbook.transformer_blocks, name), name
+
+
+@pytest.mark.parametrize("sizes", [(8, 2, 16), (12, 3, 6), (16, 1, 64), (6, 6, 10), (20, 4, 20), (512, 8, 2048)])
+def test_encoder_block_parameters_counts_the_built_block(sizes):
+    """The formula of chapter 2's Part 12 equals the count of the block built with those sizes, in both norm
+    placements (the norm's place adds no parameter), and does not change with the number of heads."""
+    from attnbook.transformer_blocks import encoder_block_parameters
+
+    d_model, num_heads, d_ff = sizes
+    with torch.device("meta"):  # counted, not allocated
+        blocks = [EncoderBlock(d_model, num_heads, d_ff, norm_first=first) for first in (False, True)]
+    assert all(encoder_block_parameters(*sizes) == sum(p.numel() for p in b.parameters()) for b in blocks)
+    assert encoder_block_parameters(d_model, 1, d_ff) == encoder_block_parameters(*sizes)
+
+
+def test_encoder_block_parameters_refuses_bad_sizes():
+    from attnbook.transformer_blocks import encoder_block_parameters
+
+    with pytest.raises(ValueError, match="divisible by num_heads"):
+        encoder_block_parameters(10, 3, 8)
+    with pytest.raises(ValueError, match="d_ff must be a positive int"):
+        encoder_block_parameters(8, 2, 0)

@@ -7,6 +7,7 @@ come from the part modules in :mod:`attnbook.grading.transformer`, the parameter
 
 import torch
 
+from attnbook.grading import reasoning
 from attnbook.grading.engine import Case
 from attnbook.grading.transformer import (
     decoder,
@@ -16,6 +17,7 @@ from attnbook.grading.transformer import (
     loss,
     masks,
     mha,
+    params,
     prenorm,
     sdpa,
     sdpa_masks,
@@ -136,5 +138,78 @@ HIDDEN = {
         Case("padding mask, non-contiguous q, k, v (heads split by a transpose)",
              sdpa_masks._padded(205, 3, 4, 6, 8, 4, heads=2)),
         Case("padding mask, batch of one, one query", sdpa_masks._padded(206, 1, 1, 5, 8, 3)),
+    ),
+    # Part 12: other sizes only; one head (weight 2) kills the answer that drops W^O when there is one head.
+    "check_encoder_block_params": (
+        Case("one head", params._case(16, 1, 64), weight=2.0),
+        Case("as many heads as d_model (d_k = 1)", params._case(6, 6, 10)),
+        Case("d_ff equal to d_model", params._case(20, 4, 20)),
+        Case("the paper's big model", params._case(1024, 16, 4096)),
+        Case("odd sizes", params._case(30, 5, 7)),
+        Case("one head, sizes too large to build", params._case(3 * 2**18, 1, 5 * 2**19)),
+    ),
+    # Parts 13 and 14: one case per question, the key and a sentence for every option (the feedback).
+    "check_attention_reason": (
+        Case("positions", reasoning.key(
+            "positions", "b",
+            a="no: the outputs do change, since attention without positions treats the input as a set; a set "
+              "reordered is the same set, so each token's output stays the same vector and only its place moves",
+            b="right: without positions attention is permutation-equivariant; every token's output depends on "
+              "the set of tokens, not their order, so swapping two inputs swaps their two outputs and leaves the "
+              "others as they were. Word order is lost, which is why positions are added to the embeddings",
+            c="no: every token does attend to every other, but through a weighted sum over the set of keys; "
+              "reordering the keys reorders the terms of the sum, which changes nothing, so the other outputs "
+              "stay the same and the two swapped ones swap")),
+        Case("causal", reasoning.key(
+            "causal", "a",
+            a="right: the decoder reads the true target shifted by one, so input t + 1 is the very token that "
+              "position t must predict; without the causal mask position t attends to it and copies it, the "
+              "training loss falls toward zero, and at generation time, where the future is not there yet, the "
+              "model has learnt nothing it can use",
+            b="no: teacher forcing gives the decoder the true previous tokens, and the true next tokens too, in "
+              "the same input row; only the causal mask keeps position t from reading the token it must predict",
+            c="no: the mask does not change how much is computed (all T × T scores are computed, then masked); "
+              "what it changes is what each position may read",
+            d="no: no row is empty without the mask, since every position may then attend to every other; the "
+              "loss stays finite, and it falls too easily")),
+        Case("padding", reasoning.key(
+            "padding", "c",
+            a="no: a padding position's embedding is not a zero vector (it is the learned row of the padding "
+              "id, plus its position), and its output is not zero either; it is simply never used",
+            b="no: a padding query's weights are not uniform in general, and nothing cancels; its output is "
+              "computed and then ignored",
+            c="right: a query's output belongs to its own position only; the loss skips the padding targets and "
+              "no real token reads a padding position, since the mask hides padding as a key. Keys need the "
+              "mask, because a real token's output is a weighted sum over all the keys")),
+    ),
+    "check_scaling_ablation": (
+        Case("weights", reasoning.key(
+            "weights", "b",
+            a="no: look at the left panel: the curve without the scale leaves the scaled one as soon as d_k "
+              "grows past a few dimensions",
+            b="right: q · k is a sum of d_k products of unit variance, so its variance is d_k and its spread "
+              "grows like sqrt(d_k); the largest score then stands far above the others, and the softmax puts "
+              "nearly all the weight (over 0.9 from d_k = 256 on) on one key",
+            c="no: the weights would tend to uniform (1/16) only if the scores came closer together; without the "
+              "scale they spread further apart as d_k grows")),
+        Case("gradient", reasoning.key(
+            "gradient", "a",
+            a="right: the softmax's Jacobian diag(p) - p pᵀ vanishes as p tends to one-hot: a saturated softmax "
+              "barely changes when its scores move, so almost no gradient reaches q and k and the attention "
+              "stops learning (the median factor falls from about 0.3 to about 0.1 at d_k = 64, to near 0 "
+              "past d_k = 512)",
+            b="no: the gradient does not grow; larger scores saturate the softmax, and a saturated softmax "
+              "passes on a smaller gradient, not a larger one",
+            c="no: the two curves of the right panel part from d_k = 32 or so: without the scale the factor "
+              "falls toward zero, with it it stays near 0.3")),
+        Case("flat", reasoning.key(
+            "flat", "c",
+            a="no: the softmax makes each row sum to one with or without the scale, and the unscaled curves do "
+              "not stay flat; what keeps the scaled ones flat is the variance of the scores",
+            b="no: the scaled curves stay flat for any unit-variance q and k, trained or random: the scale "
+              "matters wherever the scores' variance grows with d_k",
+            c="right: each score q · k has variance d_k, so q · k / sqrt(d_k) has variance 1 for every d_k; the "
+              "softmax sees scores of the same spread whatever the width, so its largest weight and its "
+              "gradient do not change with d_k")),
     ),
 }

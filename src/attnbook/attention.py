@@ -23,6 +23,7 @@ Reference: Vaswani et al., *Attention Is All You Need* (2017), section 3.2.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -40,6 +41,7 @@ __all__ = [
     "fused_attention",
     "causal_mask",
     "padding_mask",
+    "scaling_ablation",
     "MultiHeadAttention",
 ]
 
@@ -161,6 +163,55 @@ def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     if ids.dim() != 2:
         raise ValueError(f"ids must have shape (B, S), got {tuple(ids.shape)}")
     return (ids != pad_id).unsqueeze(1)  # (B, 1, S)
+
+
+def scaling_ablation(d_ks: Sequence[int], *, keys: int = 16, queries: int = 256,
+                     seed: int = 0) -> dict[str, torch.Tensor]:
+    """What the ``1 / sqrt(d_k)`` of attention does: the softmax of random scores with and without it.
+
+    For each ``d_k`` in ``d_ks``, ``queries`` random queries and ``keys`` random
+    keys (new ones for each ``d_k``, shared by its queries) with independent
+    unit-variance entries give the scores ``q · k``,
+    whose variance is ``d_k``; attention divides them by ``sqrt(d_k)``, which
+    brings the variance back to one. Returns four float64 tensors of
+    ``len(d_ks)`` values:
+
+    * ``"max_weight_scaled"``, ``"max_weight_unscaled"``: the softmax's largest
+      weight, a mean over the queries (``1 / keys`` for uniform weights, 1 for
+      a one-hot row);
+    * ``"grad_scaled"``, ``"grad_unscaled"``: the Frobenius norm of the
+      softmax's Jacobian ``diag(p) - p pᵀ``, the factor by which a gradient
+      reaches the scores through the softmax (0 for a one-hot row), a median
+      over the queries (a mean would follow the few queries whose top two
+      scores happen to tie).
+
+    The same seed gives the same queries and keys to both, so the two differ
+    only by the scale. Chapter 2's exercises plot it (Part 14).
+
+    >>> out = scaling_ablation([1, 256], keys=8, queries=64)
+    >>> for name, values in out.items():  # d_k = 1, then 256
+    ...     print(name, [round(v, 2) for v in values.tolist()])
+    max_weight_scaled [0.3, 0.36]
+    max_weight_unscaled [0.3, 0.94]
+    grad_scaled [0.39, 0.37]
+    grad_unscaled [0.39, 0.0]
+    """
+    d_ks = [positive_int("d_k", d) for d in d_ks]
+    positive_int("keys", keys)
+    positive_int("queries", queries)
+    g = torch.Generator().manual_seed(seed)
+    out: dict[str, list[float]] = {f"{what}_{how}": [] for what in ("max_weight", "grad")
+                                   for how in ("scaled", "unscaled")}
+    for d_k in d_ks:
+        q = torch.randn(queries, d_k, generator=g, dtype=torch.float64)  # unit-variance entries
+        k = torch.randn(keys, d_k, generator=g, dtype=torch.float64)  # the same keys for every query
+        scores = q @ k.T  # (queries, keys), variance d_k
+        for how, s in (("scaled", scores / math.sqrt(d_k)), ("unscaled", scores)):
+            p = torch.softmax(s, dim=-1)  # (queries, keys)
+            jacobian = torch.diag_embed(p) - p[:, :, None] * p[:, None, :]  # dp_i / ds_j
+            out[f"max_weight_{how}"].append(p.max(-1).values.mean().item())
+            out[f"grad_{how}"].append(torch.linalg.matrix_norm(jacobian).median().item())
+    return {name: torch.tensor(values, dtype=torch.float64) for name, values in out.items()}
 
 
 class MultiHeadAttention(nn.Module):

@@ -39,6 +39,7 @@ from attnbook.transformer_blocks import _ACTIVATIONS
 from attnbook.transformer_blocks import DecoderBlock as DecoderBlock
 from attnbook.transformer_blocks import EncoderBlock as EncoderBlock
 from attnbook.transformer_blocks import FeedForward as FeedForward
+from attnbook.transformer_blocks import encoder_block_parameters as encoder_block_parameters
 
 __all__ = [
     "TransformerConfig",

@@ -51,10 +51,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnbook._checks import dropout_rate, float_tensor
+from attnbook._checks import dropout_rate, float_tensor, positive_int
 from attnbook.attention import MultiHeadAttention
 
-__all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
+__all__ = ["FeedForward", "EncoderBlock", "DecoderBlock", "encoder_block_parameters"]
 
 def _or(value: float | None, default: float) -> float:
     return default if value is None else value
@@ -159,6 +159,40 @@ class EncoderBlock(nn.Module):
             x = self.norm1(x + self._sa(x, mask, need_weights))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x
+
+
+def encoder_block_parameters(d_model: int, num_heads: int, d_ff: int) -> int:
+    """The number of learned parameters of ``EncoderBlock(d_model, num_heads, d_ff)``, from the sizes alone.
+
+    Every ``nn.Linear(n_in, n_out)`` has ``n_in * n_out`` weights and ``n_out``
+    biases, every ``nn.LayerNorm(d)`` a gain and a bias of ``d`` entries each:
+
+    * the attention's four projections ``W^Q, W^K, W^V, W^O``, each ``d_model -> d_model``:
+      ``4 (d_model² + d_model)``. The count does not depend on ``num_heads``:
+      the heads split ``d_model`` into ``num_heads`` slices of width
+      ``d_k = d_model / num_heads``, so the projection of all heads is one
+      ``d_model × d_model`` matrix however many heads share it;
+    * the feed-forward network, ``d_model -> d_ff -> d_model``:
+      ``(d_model d_ff + d_ff) + (d_ff d_model + d_model)``;
+    * the two LayerNorms: ``2 · 2 d_model``.
+
+    The block's options (``norm_first``, dropout) add no parameters; ``qkv_bias=False``
+    would remove three biases and is not counted here.
+
+    >>> encoder_block_parameters(512, 8, 2048)  # the paper's base model: 3.15 million per block
+    3152384
+    >>> block = EncoderBlock(8, 2, 16)
+    >>> encoder_block_parameters(8, 2, 16) == sum(p.numel() for p in block.parameters())
+    True
+    """
+    for name, value in (("d_model", d_model), ("num_heads", num_heads), ("d_ff", d_ff)):
+        positive_int(name, value)
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}")
+    attention = 4 * (d_model * d_model + d_model)  # q_proj, k_proj, v_proj, out_proj, with biases
+    ffn = (d_model * d_ff + d_ff) + (d_ff * d_model + d_model)  # fc1, fc2
+    norms = 2 * (2 * d_model)  # norm1, norm2: gain and bias
+    return attention + ffn + norms
 
 
 class DecoderBlock(nn.Module):

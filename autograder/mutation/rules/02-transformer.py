@@ -2,6 +2,10 @@
 
 ``RULES[answer cell] = [(rule, old, new), ...]``: the solution cell with ``old`` (there exactly once)
 replaced by ``new``. Each must be killed by the part's checks; tests/test_mutants.py grades them.
+
+Parts 13 and 14 (``attention_reason_solution``, ``scaling_ablation_solution``) are choice parts: their
+answer is a dict of letters, and the key of each question is the instructor's (autograder/hidden/), not
+a rule the statement states, so they have no rule mutants; their visible check tells the form only.
 """
 
 RULES = {
@@ -98,5 +102,19 @@ RULES = {
         ("at most max_len tokens", "for _ in range(max_len):", "for _ in range(max_len + 1):"),
         ("without the BOS", "return ys[:, 1:]", "return ys"),
         ("a torch.long tensor", "dtype=torch.long, device=src.device)", "dtype=torch.float, device=src.device)"),
+    ],
+    "encoder_params_solution": [
+        ("a Linear has a bias of n_out: the projections'", "4 * (d_model * d_model + d_model)",
+         "4 * (d_model * d_model)"),
+        ("the four projections q_proj, k_proj, v_proj, out_proj", "attention = 4 *", "attention = 3 *"),
+        ("fc1 = Linear(d_model, d_ff): a bias of d_ff", "(d_model * d_ff + d_ff)", "(d_model * d_ff + d_model)"),
+        ("fc2 = Linear(d_ff, d_model): a bias of d_model", "(d_ff * d_model + d_model)", "(d_ff * d_model + d_ff)"),
+        ("d_ff is the feed-forward width, whatever it is", "ffn = (d_model * d_ff + d_ff)",
+         "ffn = (d_model * 4 * d_model + d_ff)"),
+        ("two LayerNorms, norm1 and norm2", "norms = 2 * (2 * d_model)", "norms = 1 * (2 * d_model)"),
+        ("a LayerNorm has a gain and a bias", "norms = 2 * (2 * d_model)", "norms = 2 * (1 * d_model)"),
+        ("a Python int", "return attention + ffn + norms", "return float(attention + ffn + norms)"),
+        ("from the sizes alone, even too large to build", "return attention + ffn + norms",
+         "return sum(p.numel() for p in EncoderBlock(d_model, num_heads, d_ff).parameters())"),
     ],
 }
