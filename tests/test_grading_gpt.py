@@ -14,17 +14,22 @@ import torch
 import torch.nn.functional as F
 
 import attnbook.gpt
+import attnbook.runtime
 import attnbook.tokenizers
 from attnbook.grading import gpt as checks
+from attnbook.grading import reasoning
 from attnbook.grading.errors import CheckFailed
 from attnbook.grading.gpt import (
     _common,
     codec,
+    decoding,
     loss,
     pairs,
+    params,
     perplexity,
     sampling,
     training,
+    vocab_ablation,
 )
 
 chapter_answers = harness.load(harness.ROOT / "autograder" / "fixtures" / "answers" / "04-gpt-bpe.py", "answers_04")
@@ -366,3 +371,82 @@ def test_a_tie_broken_another_way_is_described_not_blamed_on_a_line_of_code():
         training._check(largest)("dcdcbaba", 259)
     assert not re.search(r"\(\d+, \d+\)", str(other.value)), other.value  # no pair of ids named
     assert "at merge 0 (id 256)" in str(other.value) and "the largest of the tied pairs" in str(other.value)
+
+
+# ------------------------------------------------------------------ the reasoning parts (7 to 9)
+
+
+@pytest.mark.parametrize("sizes", [case.make() for case in params.check_gpt_params.visible]
+                         + [case.make() for case in params.check_gpt_params.hidden])
+def test_the_parameter_count_is_the_models_and_each_mistake_gives_another(sizes):
+    V, T, C, L = sizes
+    model = attnbook.gpt.GPT(attnbook.gpt.GPTConfig(vocab_size=V, block_size=T, n_embd=C, n_layer=L, n_head=1))
+    assert params._reference(*sizes) == model.num_params() == sum(p.numel() for p in model.parameters())
+    first = params.check_gpt_params.visible[0].make()
+    counts = [count for _, count in params._mistakes(*first)]
+    assert len(set(counts)) == len(counts) and params._reference(*first) not in counts  # each named apart
+
+
+def test_the_parameter_count_leaves_the_random_state_and_refuses_the_counters():
+    state = torch.random.get_rng_state()
+    params._reference(65, 64, 48, 3)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+    def counted(vocab_size, block_size, n_embd, n_layer):  # measures instead of reasoning
+        config = attnbook.gpt.GPTConfig(vocab_size=vocab_size, block_size=block_size, n_embd=n_embd,
+                                        n_layer=n_layer, n_head=1)
+        return attnbook.runtime.count_parameters(attnbook.gpt.GPT(config))
+
+    with pytest.raises(CheckFailed, match="count_parameters"):
+        checks.check_gpt_params(counted)
+    # the model itself is not refused: Part 6's provided cell builds one before this part is graded
+    assert not any(name.startswith("attnbook.gpt") for name in checks.check_gpt_params.forbidden)
+    for wrong, words in [(lambda *a: 1.5, "an int"), (lambda *a: "91104", "an int"),
+                         (lambda V, T, C, L: params._reference(V, T, C, L) + V * C, "counts once")]:
+        with pytest.raises(CheckFailed, match=words):
+            checks.check_gpt_params(wrong)
+    assert checks.check_gpt_params(lambda *a: float(params._reference(*a)), points=2) == 2  # 91104.0 is a count
+
+
+@pytest.mark.parametrize("part, module", [(checks.check_decoding_reason, decoding),
+                                          (checks.check_vocab_reading, vocab_ablation)])
+def test_each_question_has_a_hidden_key_that_explains_every_option(part, module):
+    assert reasoning.is_choices(part) and part.check.__module__ == module.__name__
+    questions = part.check.__closure__  # the options each question offers, as the part declares them
+    offered = next(c.cell_contents for c in questions if isinstance(c.cell_contents, dict))
+    keys = [case.make() for case in part.hidden]
+    assert sorted(q for _, q, _, _ in keys) == sorted(offered)  # one case per question
+    for _, question, right, why in keys:
+        assert right in offered[question] and set(why) == set(offered[question]), question
+    assert "key(" not in (harness.ROOT / "src" / "attnbook" / "grading" / "gpt" / f"{module.__name__.split('.')[-1]}.py"
+                          ).read_text()  # the keys stay in the instructor's file
+
+
+def _ablation(seed: int) -> dict[str, list[float]]:
+    """The notebook's locked ablation cell, run with another seed (its figure drawn off screen)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = {harness.grade_id(c): c.source for c in harness.read(EXERCISE.solution).cells}
+    source = cells["vocab_ablation_run"]
+    assert "SEED = 0" in source
+    namespace: dict = {}
+    exec(source.replace("SEED = 0", f"SEED = {seed}").replace("plt.show()", ""), namespace)
+    plt.close("all")
+    assert namespace["sizes"] == [256, 272, 288, 320]
+    return namespace["curves"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_the_ablation_shows_its_effects_for_every_seed(seed):
+    """What the questions of Part 9 read off the figure holds by a wide margin, whatever the numbers drawn:
+    English rises from 1 to more than 4 bytes per token (seed 0: 1.00, 1.91, 2.93, 4.69), German stays
+    near 1.2 (1.00, 1.17, 1.21, 1.22)."""
+    english, german = _ablation(seed).values()
+    assert english[0] == german[0] == 1.0
+    assert all(b > a + 0.5 for a, b in zip(english, english[1:], strict=False))  # rises at every step
+    assert english[-1] > 4.0
+    assert german[-1] < 1.4 and german[-1] - german[1] < 0.15  # flat after the first merges
+    assert english[-1] > 3 * german[-1]

@@ -22,6 +22,7 @@ from attnbook.tokenizers import (
     BPETokenizer,
     CharTokenizer,
     best_pair,
+    bytes_per_token,
     encode_chunk,
     get_stats,
     merge,
@@ -469,3 +470,26 @@ def test_char_tokenizer_errors():
         CharTokenizer(["ab"])
     with pytest.raises(ValueError, match="repeat"):
         CharTokenizer("aa")
+
+
+def test_bytes_per_token_is_one_training_run_cut_to_each_size():
+    train = "the cat sat on the mat. the cat ate the rat. " * 10
+    texts = {"seen": "the rat sat on the cat.", "other": "le chat est assis sur le tapis.", "emoji": "🙂 ok"}
+    sizes = [256, 260, 270, 290]
+    curves = bytes_per_token(train, texts, sizes)
+    for V, k in zip(sizes, range(len(sizes)), strict=True):  # the same as a tokenizer trained with V alone
+        tok = BPETokenizer("gpt2").train(train, V)
+        for name, text in texts.items():
+            assert curves[name][k] == pytest.approx(len(text.encode("utf-8")) / len(tok.encode(text)))
+    assert curves["seen"][0] == 1.0 and curves["seen"] == sorted(curves["seen"]) and curves["seen"][-1] > 2
+    assert curves["other"][-1] < curves["seen"][-1]  # merges fit the text they were learned from
+    assert bytes_per_token(train, {"x": "the cat"}, [300], pattern=None)["x"][0] > 1  # no split pattern
+
+
+def test_bytes_per_token_errors():
+    with pytest.raises(ValueError, match="at least 256"):
+        bytes_per_token("abc", {"x": "abc"}, [255, 300])
+    with pytest.raises(ValueError, match="at least 256"):
+        bytes_per_token("abc", {"x": "abc"}, [])
+    with pytest.raises(ValueError, match="empty"):
+        bytes_per_token("abc", {"x": ""}, [256])

@@ -7,10 +7,85 @@ come from the part modules in :mod:`attnbook.grading.gpt`, the parameters only f
 
 import torch
 
+from attnbook.grading import reasoning
 from attnbook.grading.engine import Case
-from attnbook.grading.gpt import codec, loss, pairs, perplexity, sampling, training
+from attnbook.grading.gpt import codec, loss, pairs, params, perplexity, sampling, training
 
 HIDDEN = {
+    # Part 7: other sizes than the visible ones, so that counts pasted from the visible cases fail; the
+    # smallest GPT (every size 1), a context longer than the vocabulary, GPT-2's vocabulary
+    "check_gpt_params": (
+        Case("other sizes", params._case(300, 20, 12, 5), weight=2.0),
+        Case("other sizes", params._case(4096, 256, 128, 6), weight=2.0),
+        Case("the smallest GPT: every size 1", params._case(2, 1, 1, 1)),
+        Case("a context longer than the vocabulary", params._case(7, 512, 24, 4)),
+        Case("a large vocabulary, a small width", params._case(50257, 128, 32, 2)),
+        # an odd width: `4 * C * C | C` (and `^ C`) for `+ C` equals it whenever C's bits miss those of 4 C^2,
+        # as they do for every visible width (4, 16, 48); with C = 7 they share a bit
+        Case("an odd width", params._case(97, 10, 7, 3)),
+    ),
+    # Part 8: the key of each question, and for every option the sentence the feedback prints
+    "check_decoding_reason": (
+        Case("greedy", reasoning.key(
+            "greedy", "c",
+            a="temperature 1 with every token kept draws from softmax(logits) itself: any token of positive "
+              "probability can come out, not only the argmax",
+            b="a high temperature flattens the distribution: the argmax becomes less likely, never certain",
+            c="top_k=1 keeps only the largest logit, and the softmax of one finite logit among -inf puts all "
+              "the probability on it: the draw is the argmax whatever the temperature and the generator",
+            d="top_k of V or more keeps every token (the statement of Part 5 says so): that is plain sampling",
+        )),
+        Case("hot", reasoning.key(
+            "hot", "b",
+            a="that is the other limit, a temperature going to 0: dividing by a small tau pulls the logits "
+              "apart, and the largest takes all the probability",
+            b="z / tau goes to 0 for every token, and the softmax of equal logits is uniform: each token gets "
+              "1/V, whatever the model learned",
+            c="the softmax ignores a constant added to every logit, not a division: dividing by tau scales the "
+              "gaps between the logits, and the gaps are what the softmax reads",
+        )),
+        Case("no_mask", reasoning.key(
+            "no_mask", "a",
+            a="without the mask position t reads x_{t+1}, the very token it is scored on, and learns to copy "
+              "it: the loss falls towards zero, but at generation time the next token is not there to read",
+            b="the shift decides what each position predicts, the mask what it may read: without the mask "
+              "position t sees its own target x_{t+1} and copies it",
+            c="the mask costs nothing and saves nothing: one pass still computes every position; what it keeps "
+              "is the fairness of each prediction, which without it reads the token it predicts",
+        )),
+    ),
+    # Part 9: what the ablation's figure shows (large for every seed: tests/test_grading_gpt.py)
+    "check_vocab_reading": (
+        Case("english", reasoning.key(
+            "english", "b",
+            a="the English curve leaves 1 at the first merges: the numbers share their words (hundred, "
+              "thousand, twenty), so merges learned on some numbers shorten the others",
+            b="every merge makes a frequent pair of tokens one token: with 64 merges the held-out English takes "
+              "more than four bytes per token, a sequence four times shorter",
+            c="a larger vocabulary gives more ids to choose from, but each merge replaces two tokens by one: "
+              "texts get fewer tokens, never more",
+        )),
+        Case("context", reasoning.key(
+            "context", "b",
+            a="T counts tokens, not bytes: at more than four bytes per token, 64 tokens hold more than four "
+              "times the text",
+            b="64 tokens at more than four bytes each hold four to five times the text; the price is a row of "
+              "C parameters per new token in the tied embedding and output layer, and a wider softmax",
+            c="the window does hold more text, but every new token needs its own row of C numbers in the "
+              "token embedding (tied with the output layer): 64 more tokens, 64 C more parameters",
+            d="a longer token covers more bytes, so a window of 64 tokens holds more text, not less",
+        )),
+        Case("german", reasoning.key(
+            "german", "b",
+            a="longer words leave more room for merges, not less: the German words lack the merges, not the "
+              "length",
+            b="BPE merges the frequent pairs of its training text; a tokenizer trained on English compresses "
+              "German poorly (zwanzig shares little with twenty), which is why a model's tokenizer is trained "
+              "on text like the text it will read",
+            c="BPE works on bytes, whatever the characters: the two bytes of an ü merge like any pair (Part 2 "
+              "merged the bytes of é); the German curve is flat because the English merges rarely occur in it",
+        )),
+    ),
     "check_encode_decode": (
         Case("encode: merges applied by rank", lambda: ("encode", "aaab", {(97, 98): 256, (97, 97): 257})),
         Case("encode: merges applied by rank",

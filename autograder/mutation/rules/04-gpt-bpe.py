@@ -2,6 +2,11 @@
 
 ``RULES[answer cell] = [(rule, old, new), ...]``: the solution cell with ``old`` (there exactly once)
 replaced by ``new``. Each must be killed by the part's checks; tests/test_mutants.py grades them.
+
+Of the reasoning parts, only Part 7 (``params_solution``, the parameter count) has rule mutants: its statement
+states rules of counting. Parts 8 and 9 (``decoding_solution``, ``vocab_reading_solution``) are answered with a
+dict of letters, and their keys are no rule the statement states (a statement that stated them would give the
+answers away): they have no rule mutants, and the visible check tells only the form.
 """
 
 RULES = {
@@ -96,6 +101,28 @@ RULES = {
          "temperature=1.0, top_k=None", "temperature=0.5, top_k=None"),
         ("the default top_k is None",
          "top_k=None, generator=None", "top_k=3, generator=None"),
+    ],
+    "params_solution": [
+        ("lm_head's weight is tied to wte's: one (V, C) matrix, counted once",
+         "vocab_size * C + block_size * C", "2 * vocab_size * C + block_size * C"),
+        ("lm_head has no bias",
+         "+ 2 * C  # + ln_f", "+ 2 * C + vocab_size  # + ln_f"),
+        ("wpe: a vector of C numbers for each of the block_size positions",
+         "vocab_size * C + block_size * C", "vocab_size * C"),
+        ("every Linear layer but lm_head has a bias",
+         "(C * 3 * C + 3 * C)", "(C * 3 * C)"),
+        ("attn.c_proj: Linear C -> C, the output projection",
+         "+ (C * C + C)  # c_attn", "  # c_attn"),
+        ("the feed-forward layer: C -> 4C, then 4C -> C",
+         "mlp = (C * 4 * C + 4 * C) + (4 * C * C + C)", "mlp = (C * C + C) + (C * C + C)"),
+        ("every LayerNorm has a gain and a bias of C numbers each",
+         "norms = 2 * (2 * C)", "norms = 2 * (1 * C)"),
+        ("two LayerNorms in every block, ln_1 and ln_2",
+         "norms = 2 * (2 * C)  # ln_1 and ln_2", "norms = 1 * (2 * C)  # ln_1 and ln_2"),
+        ("n_layer blocks, each with its own weights",
+         "n_layer * (attn + mlp + norms)", "(attn + mlp + norms)"),
+        ("the final LayerNorm ln_f",
+         "+ 2 * C  # + ln_f", "  # + ln_f"),
     ],
     "perplexity_solution": [
         ("windows of T = model.config.block_size inputs",

@@ -12,7 +12,8 @@ Modules, small to large:
   rule is documented there.
 - :mod:`.bpe` -- :class:`BPETokenizer`: train, encode, decode, save, load,
   ``to_tiktoken()``; :func:`gpt2_byte_decoder`, GPT-2's byte table, to read
-  Hugging Face's byte-level tokens.
+  Hugging Face's byte-level tokens; :func:`bytes_per_token`, the compression
+  of texts against the vocabulary size.
 - :mod:`.wordpiece` -- :class:`WordPieceTokenizer`, BERT's: words split by
   greedy longest match into ``##`` pieces.
 
@@ -21,7 +22,7 @@ Modules, small to large:
 True
 """
 
-from .bpe import BPETokenizer, encode_chunk, gpt2_byte_decoder
+from .bpe import BPETokenizer, bytes_per_token, encode_chunk, gpt2_byte_decoder
 from .char import CharTokenizer
 from .pairs import get_stats, merge
 from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, split_text
@@ -41,6 +42,7 @@ __all__ = [
     "train_bpe",
     "encode_chunk",
     "BPETokenizer",
+    "bytes_per_token",
     "gpt2_byte_decoder",
     "WordPieceTokenizer",
 ]

@@ -5,10 +5,14 @@ pairs (:mod:`.pairs`, ``check_pairs``), training BPE (:mod:`.training`,
 ``check_train_bpe``), encoding and decoding (:mod:`.codec`,
 ``check_encode_decode``), the shifted next-token loss (:mod:`.loss`,
 ``check_next_token_loss``), sampling with a temperature and top-k
-(:mod:`.sampling`, ``check_sample_next``) and perplexity (:mod:`.perplexity`,
-``check_perplexity``). Each compares the student's function with a private
+(:mod:`.sampling`, ``check_sample_next``), perplexity (:mod:`.perplexity`,
+``check_perplexity``), then three reasoning parts: the parameter count of a
+GPT (:mod:`.params`, ``check_gpt_params``), questions on decoding and the
+causal mask (:mod:`.decoding`, ``check_decoding_reason``) and the reading of
+an ablation of the vocabulary size (:mod:`.vocab_ablation`,
+``check_vocab_reading``). The first six compare the student's function with a private
 copy of the reference in :mod:`attnbook.tokenizers` or :mod:`attnbook.gpt`
-(:mod:`._common`) and names the mistakes students make most (a merge that
+(:mod:`._common`) and name the mistakes students make most (a merge that
 takes overlapping pairs in ``aaa`` or works on joined strings, merges applied
 in the wrong order, targets that are not shifted, a temperature applied after
 the softmax, a generator ignored, ...).
@@ -27,11 +31,14 @@ All 5 visible checks passed.
 
 from ..fixtures import perplexity_test_model
 from .codec import check_encode_decode
+from .decoding import check_decoding_reason
 from .loss import check_next_token_loss
 from .pairs import check_pairs
+from .params import check_gpt_params
 from .perplexity import check_perplexity
 from .sampling import check_sample_next
 from .training import check_train_bpe
+from .vocab_ablation import check_vocab_reading
 
 __all__ = [
     "check_pairs",
@@ -40,5 +47,8 @@ __all__ = [
     "check_next_token_loss",
     "check_sample_next",
     "check_perplexity",
+    "check_gpt_params",
+    "check_decoding_reason",
+    "check_vocab_reading",
     "perplexity_test_model",
 ]
