@@ -4,6 +4,7 @@ The same catalogue (autograder/fixtures/answers/01-rnn-attention.py) is graded
 end to end through the sandboxed judge in test_autograder.py.
 """
 
+import contextlib
 import functools
 import math
 
@@ -282,3 +283,101 @@ def _copy_of_alternative_estimator(sampler="multinomial"):
     exec(ANSWERS["rnn_alternative_answers"]["cells"]["estimator_solution"], namespace)
     namespace["sample_hard_attention"] = _sampler(sampler)
     return namespace["score_function_gradient"]
+
+
+# ------------------------------------------------------------- the reasoning parts (Parts 7 to 9)
+
+
+def _solution_cell(grade_id):
+    cell = next(c for c in harness.read(EXERCISE.solution).cells if harness.grade_id(c) == grade_id)
+    return cell.source
+
+
+def test_alignment_params_is_the_modules_count_and_names_the_mistakes():
+    namespace = {}
+    exec(_solution_cell("params_solution"), namespace)
+    right = namespace["alignment_params"]
+    assert checks.check_alignment_params(right, points=2) == 2
+    for case in checks.check_alignment_params.visible + checks.check_alignment_params.hidden:
+        q, k, a, method = case.make()
+        module = (attnbook.attention.AdditiveAttention(q, k, a) if method == "additive"
+                  else attnbook.attention.LuongAttention(q, k, method=method))
+        assert right(q, k, a, method=method) == sum(p.numel() for p in module.parameters()), case.group
+    def counting(additive=0, general=0, dot=None, whole=True):
+        """A count off by ``additive`` or ``general``, or ``dot`` for the dot score."""
+        def count(q, k, a, method="additive"):
+            if method == "dot":
+                return q * k if dot else 0
+            n = q * k + general if method == "general" else (q + k) * a + 2 * a + additive
+            return n if whole else n + 0.5
+        return count
+
+    for wrong, words in [(counting(additive=4), "the bias is counted twice"), (counting(additive=1), "v has no bias"),
+                         (counting(additive=-4), "attn_size parameters are missing"),
+                         (counting(dot=True), "no parameter at all"), (counting(general=3), "W_a has no bias"),
+                         (counting(whole=False), "a whole number")]:
+        with pytest.raises(CheckFailed, match=words):
+            checks.check_alignment_params(wrong)
+
+
+def test_a_count_cannot_tell_a_matrix_from_its_transpose():
+    """W stored as (query_size, attn_size) or (attn_size, query_size): the same count, so the same grade."""
+    def transposed(q, k, a, method="additive"):
+        if method == "dot":
+            return 0
+        return k * q if method == "general" else a * q + a * k + a + a
+
+    assert checks.check_alignment_params(transposed, points=2) == 2
+
+
+@pytest.mark.parametrize("part", [checks.check_attention_reason, checks.check_baseline_ablation],
+                         ids=lambda p: p.name)
+def test_every_question_is_keyed_and_every_option_explained(part, capsys):
+    """The hidden keys cover each question the visible form asks, each option has its sentence, and the
+    solution's letters are the keys."""
+    from attnbook.grading import reasoning
+
+    assert reasoning.is_choices(part)
+    keys = {case.make()[1]: case.make() for case in part.hidden}
+    answers = {}
+    exec(_solution_cell({"check_attention_reason": "reason_solution",
+                         "check_baseline_ablation": "ablation_solution"}[part.name]), answers)
+    (given,) = [v for k, v in answers.items() if k.endswith("_answers")]
+    assert set(keys) == set(given)
+    for question, (_, _, right, why) in keys.items():
+        assert given[question] == right and len(why) >= 2, question
+        accepted = set()
+        for letter in "abcdefgh":  # the options the form accepts are the options explained
+            with contextlib.suppress(CheckFailed):
+                part({**{q: "a" for q in keys}, question: letter})
+                accepted.add(letter)
+        assert accepted == set(why), question
+        assert all(len(sentence) > 40 for sentence in why.values()), question
+    assert part(given, points=2) == 2
+    capsys.readouterr()
+
+
+def _ablation(seed):
+    """The notebook's experiment (its locked cell) with another seed: name -> (spreads, means), and the exact
+    gradient."""
+    source = _solution_cell("ablation_experiment")
+    setup = source[source.index("# One row"):source.index("spread_with, mean_with")]
+    assert "manual_seed(0)" in setup
+    namespace = {"torch": torch, "baseline_ablation": attnbook.hard_attention.baseline_ablation}
+    exec(setup.replace("manual_seed(0)", f"manual_seed({seed})"), namespace)
+    f = namespace["f"]
+    return namespace["results"], attnbook.hard_attention.exact_gradient(namespace["scores"], namespace["values"], f)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_ablation_shows_what_its_key_says_for_every_seed(seed):
+    """The three readings the key holds: the baseline's spread is ten times smaller or more at every n; both
+    averages lie within 5 standard errors of the exact gradient (400 estimates each); and without the
+    baseline, 64 draws spread more than 4 draws with it (n = 2, 4, ..., 64)."""
+    results, exact = _ablation(seed)
+    spread_with, mean_with = results["with baseline"]
+    spread_without, mean_without = results["without baseline"]
+    assert all(w > 10 * b for w, b in zip(spread_without, spread_with, strict=True))
+    for spread, mean in (results["with baseline"], results["without baseline"]):
+        assert ((mean - exact).abs() <= 5 * torch.tensor(spread)[:, None] / 400 ** 0.5).all()
+    assert spread_without[-1] > 2.5 * spread_with[1]

@@ -7,8 +7,10 @@ import torch
 
 from attnbook.attention import AdditiveAttention
 from attnbook.hard_attention import (
+    baseline_ablation,
     estimator_errors,
     exact_gradient,
+    plain_score_function_gradient,
     sample_hard_attention,
     score_function_gradient,
     soft_attention,
@@ -121,3 +123,37 @@ def test_estimator_errors_interleaves_the_estimators_and_checks_their_shape():
     assert calls == [(1.0, 2)] * 3 + [(0.0, 2)] * 3 + [(1.0, 4)] * 3 + [(0.0, 4)] * 3  # sizes outer
     with pytest.raises(ValueError, match="must return \\(1, S\\) = \\(1, 2\\)"):
         estimator_errors({"bad": lambda n: torch.zeros(1, 3)}, torch.zeros(1, 2), [2])
+
+
+def test_the_estimate_without_a_baseline_is_unbiased_but_a_constant_in_f_spreads_it():
+    scores, values = _inputs(seed=3, B=1, S=4, d_v=2)
+    f = lambda c: (c ** 2).sum(-1)  # noqa: E731
+    exact = exact_gradient(scores, values, f)
+    rows, many = scores.expand(20000, -1), values.expand(20000, -1, -1)
+    g = torch.Generator().manual_seed(0)
+    plain = plain_score_function_gradient(rows, many, f, 4, generator=g)
+    assert plain.shape == rows.shape and plain.dtype == rows.dtype
+    assert torch.allclose(plain.mean(0, keepdim=True), exact, atol=6 * plain.std(0).max().item() / 20000 ** 0.5)
+    shifted = plain_score_function_gradient(rows, many, lambda c: f(c) + 100.0, 4, generator=g)
+    based = score_function_gradient(rows, many, lambda c: f(c) + 100.0, 4, generator=g)
+    assert shifted.std(0).sum() > 20 * based.std(0).sum()  # the baseline ignores the constant, the plain one not
+    assert (plain[:, torch.isinf(scores[0])] == 0).all()  # padding gets nothing
+
+
+def test_baseline_ablation_measures_both_estimators_for_each_size():
+    scores, values = torch.tensor([[0.5, 0.0, -0.5]]), torch.tensor([[[0.0], [1.0], [3.0]]])
+    f = lambda c: c.sum(-1) + 10.0  # noqa: E731
+    out = baseline_ablation(scores, values, f, [2, 8, 32], repeats=300, generator=torch.Generator().manual_seed(1))
+    assert list(out) == ["with baseline", "without baseline"]
+    exact = exact_gradient(scores, values, f)
+    for spread, mean in out.values():
+        assert len(spread) == 3 and mean.shape == (3, 3)
+        assert spread[0] > spread[1] > spread[2]  # more draws, less spread
+        assert ((mean - exact).abs() <= 5 * torch.tensor(spread)[:, None] / 300 ** 0.5).all()  # unbiased
+    assert all(w > 5 * b for w, b in zip(out["without baseline"][0], out["with baseline"][0], strict=True))
+    with pytest.raises(ValueError, match="takes one row"):
+        baseline_ablation(scores.expand(2, -1), values.expand(2, -1, -1), f, [2])
+    with pytest.raises(ValueError, match="every size must be at least 2"):
+        baseline_ablation(scores, values, f, [1])
+    with pytest.raises(ValueError, match="repeats must be at least 2"):
+        baseline_ablation(scores, values, f, [2], repeats=1)

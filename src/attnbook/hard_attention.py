@@ -18,7 +18,9 @@ with ``∇_e log α_j = onehot(j) - α``, and a leave-one-out baseline that keep
 it unbiased and cuts its variance; :func:`exact_gradient` is the exact value,
 ``α_k (f(h_k) - Σ_j α_j f(h_j))``, for checking it (affordable only because S
 is small here). :func:`estimator_errors` measures how far repeated estimates
-fall from that value, for growing numbers of draws.
+fall from that value, for growing numbers of draws;
+:func:`plain_score_function_gradient` is the same estimate without a baseline
+and :func:`baseline_ablation` measures the spread of both.
 
 Shape legend: ``B`` batch, ``S`` positions (keys), ``d_v`` value width,
 ``n`` Monte-Carlo samples (draws).
@@ -36,7 +38,8 @@ import torch
 
 from attnbook._checks import float_tensor, positive_int
 
-__all__ = ["soft_attention", "sample_hard_attention", "score_function_gradient", "exact_gradient", "estimator_errors"]
+__all__ = ["soft_attention", "sample_hard_attention", "score_function_gradient", "exact_gradient", "estimator_errors",
+           "plain_score_function_gradient", "baseline_ablation"]
 
 
 def _check_scores_values(scores: object, values: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -194,3 +197,85 @@ def estimator_errors(
                                  f"got {tuple(estimates.shape[1:])} per call")
             errors[name].append(((estimates - exact) ** 2).sum(1).mean().item())
     return errors
+
+
+def plain_score_function_gradient(
+    scores: torch.Tensor,
+    values: torch.Tensor,
+    f: Callable[[torch.Tensor], torch.Tensor],
+    num_samples: int,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """The score-function estimate (B, S) *without* a baseline: ``1/n Σ_i f_i (onehot(j_i) - α)``.
+
+    Unbiased like :func:`score_function_gradient`, but a constant ``c`` added
+    to ``f`` adds ``c/n Σ_i (onehot(j_i) - α)`` to it: zero on average, noise
+    in every single estimate. ``n = num_samples >= 1`` draws per row.
+
+    >>> scores, values = torch.zeros(1, 2), torch.tensor([[[0.0], [2.0]]])
+    >>> g = torch.Generator().manual_seed(0)
+    >>> plain_score_function_gradient(scores, values, lambda c: c.sum(-1) * 0 + 7.0, 10, generator=g).abs().sum() > 0
+    tensor(True)
+    """
+    scores, values = _check_scores_values(scores, values)
+    positive_int("num_samples", num_samples)
+    weights = torch.softmax(scores, dim=-1)  # (B, S)
+    B, S = scores.shape
+    index = torch.multinomial(weights, num_samples, replacement=True, generator=generator)  # (B, n)
+    contexts = values[torch.arange(B, device=values.device)[:, None], index]  # (B, n, d_v)
+    losses = torch.stack([f(contexts[:, n]) for n in range(num_samples)], dim=1)  # (B, n)
+    if losses.shape != (B, num_samples):
+        raise ValueError(f"f must map contexts (B, d_v) to one loss per row (B,), got {tuple(losses.shape[:1])}")
+    score = torch.nn.functional.one_hot(index, S).to(scores.dtype) - weights.unsqueeze(1)  # (B, n, S)
+    return (losses.unsqueeze(-1) * score).mean(dim=1)  # (B, S)
+
+
+def baseline_ablation(
+    scores: torch.Tensor,
+    values: torch.Tensor,
+    f: Callable[[torch.Tensor], torch.Tensor],
+    sizes: Sequence[int],
+    repeats: int = 400,
+    *,
+    generator: torch.Generator | None = None,
+) -> dict[str, tuple[list[float], torch.Tensor]]:
+    """The score-function estimate of one row's gradient with and without its baseline, for each ``n``.
+
+    ``scores`` (1, S) and ``values`` (1, S, d_v) are one row; for each ``n`` in
+    ``sizes``, ``repeats`` independent estimates from ``n`` draws each (the row
+    repeated, one call per estimator) by :func:`score_function_gradient` ("with
+    baseline") and :func:`plain_score_function_gradient` ("without baseline").
+    Returns name -> (spread, mean): the spread is, per ``n``, the root of the
+    estimates' variance summed over S (the typical distance of one estimate from
+    their mean); the mean (len(sizes), S) is their average, which for both
+    should be :func:`exact_gradient`.
+
+    >>> scores, values = torch.zeros(1, 2), torch.tensor([[[0.0], [2.0]]])
+    >>> f = lambda c: c.sum(-1) + 10.0                         # a loss with a large constant part
+    >>> out = baseline_ablation(scores, values, f, [4, 16], repeats=200, generator=torch.Generator().manual_seed(0))
+    >>> spread_with, _ = out["with baseline"]
+    >>> spread_without, mean_without = out["without baseline"]
+    >>> all(w > 5 * b for w, b in zip(spread_without, spread_with))  # without the baseline: far more spread
+    True
+    >>> error = (mean_without - exact_gradient(scores, values, f)).abs()   # yet centred on the gradient:
+    >>> bool((error < 4 * torch.tensor(spread_without)[:, None] / 200 ** 0.5).all())  # within 4 standard errors
+    True
+    """
+    scores, values = _check_scores_values(scores, values)
+    if scores.shape[0] != 1:
+        raise ValueError(f"baseline_ablation takes one row, scores (1, S), got {tuple(scores.shape)}")
+    positive_int("repeats", repeats)
+    if repeats < 2:
+        raise ValueError(f"repeats must be at least 2 (a spread needs two estimates), got {repeats}")
+    rows, many = scores.expand(repeats, -1), values.expand(repeats, -1, -1)
+    estimators = {"with baseline": score_function_gradient, "without baseline": plain_score_function_gradient}
+    out: dict[str, tuple[list[float], list[torch.Tensor]]] = {name: ([], []) for name in estimators}
+    for n in sizes:
+        if positive_int("sizes", n) < 2:
+            raise ValueError(f"every size must be at least 2 (the baseline needs another draw), got {n}")
+        for name, estimate in estimators.items():
+            estimates = estimate(rows, many, f, n, generator=generator)  # (repeats, S)
+            out[name][0].append(float(estimates.var(dim=0).sum().sqrt()))
+            out[name][1].append(estimates.mean(dim=0))
+    return {name: (spread, torch.stack(means)) for name, (spread, means) in out.items()}

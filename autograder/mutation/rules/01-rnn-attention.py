@@ -73,4 +73,15 @@ RULES = {
         ("draw with the generator given", "sample_hard_attention(scores, values, generator)",
          "sample_hard_attention(scores, values)"),
     ],
+    "params_solution": [
+        ("W has no bias", "W = query_size * attn_size", "W = query_size * attn_size + attn_size"),
+        ("W is query_size x attn_size", "W = query_size * attn_size", "W = query_size * query_size"),
+        ("U's bias is b", "U = key_size * attn_size + attn_size", "U = key_size * attn_size"),
+        ("v has no bias", "v = attn_size  #", "v = attn_size + 1  #"),
+        ("v is counted: attn_size weights", "return W + U + v", "return W + U"),
+        ("general: W_a has no bias", "return query_size * key_size  #", "return query_size * key_size + query_size  #"),
+        ("general: W_a is (query_size, key_size), attn_size plays no part", "return query_size * key_size  #",
+         "return query_size * attn_size  #"),
+        ("dot: nothing to learn", "return 0  #", "return query_size * key_size  #"),
+    ],
 }

@@ -11,8 +11,14 @@ The parts, in the notebook's order: :mod:`.additive_scores` (Bahdanau's
 alignment scores with a padding mask), :mod:`.luong_scores`,
 :mod:`.soft_attention` (the weights and the context vector),
 :mod:`.decoder_step` (one step of a GRU decoder with attention),
-:mod:`.sample_hard_attention` and :mod:`.score_function_gradient`; what they
-share is in :mod:`._common`.
+:mod:`.sample_hard_attention`, :mod:`.score_function_gradient`,
+:mod:`.alignment_params` (a parameter count predicted from the formulas),
+:mod:`.attention_reason` (a choice per question: why hard attention needs the
+score function, what v = 0 and a padding mask do) and
+:mod:`.baseline_ablation` (reading the figure of the estimate with and
+without its baseline); what they share is in :mod:`._common`. The last two
+are reasoning parts (:mod:`attnbook.grading.reasoning`): their keys are the
+instructor's hidden cases.
 
 Modules are compared by parameter name, as in chapter 2: the checker builds
 the student's class, copies the reference's (random) parameters into it and
@@ -26,6 +32,9 @@ any other correct way fails with a probability below 1e-7 per case.
 from ..fixtures import HardAttentionLoss
 from ._common import same_scores
 from .additive_scores import check_additive_scores
+from .alignment_params import check_alignment_params
+from .attention_reason import check_attention_reason
+from .baseline_ablation import check_baseline_ablation
 from .decoder_step import check_decoder_step
 from .luong_scores import check_luong_scores
 from .sample_hard_attention import check_sample_hard_attention
@@ -39,6 +48,9 @@ __all__ = [
     "check_decoder_step",
     "check_sample_hard_attention",
     "check_score_function_gradient",
+    "check_alignment_params",
+    "check_attention_reason",
+    "check_baseline_ablation",
     "HardAttentionLoss",
     "same_scores",
 ]
