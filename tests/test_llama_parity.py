@@ -133,3 +133,20 @@ def test_bad_modern_options_are_refused() -> None:
                           (dict(positions="rope", n_head=4, n_embd=12), "must be even")]:
         with pytest.raises(ValueError, match=words):
             GPTConfig(vocab_size=5, **{"n_head": 4, "n_embd": 16, **kwargs})
+
+
+def test_cached_attention_step_by_step_is_causal_attention() -> None:
+    """attnbook.gpt.cached_attention, the graded part's reference: a prompt of 3, then 4 single steps,
+    gives causal attention over all 7 tokens, and the keys and values in order."""
+    from attnbook.attention import causal_mask, scaled_dot_product_attention
+    from attnbook.gpt import cached_attention
+
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 3, 7, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    whole, _ = scaled_dot_product_attention(q, k, v, causal_mask(7))
+    keys, values, outs = k[:, :, :0], v[:, :, :0], []
+    for a, b in [(0, 3), (3, 4), (4, 5), (5, 6), (6, 7)]:
+        out, keys, values = cached_attention(q[:, :, a:b], k[:, :, a:b], v[:, :, a:b], keys, values)
+        outs.append(out)
+    assert torch.allclose(torch.cat(outs, dim=2), whole, atol=1e-12)
+    assert torch.equal(keys, k) and torch.equal(values, v)

@@ -9,7 +9,7 @@ import torch
 
 from attnbook.grading import reasoning
 from attnbook.grading.engine import Case
-from attnbook.grading.gpt import codec, loss, pairs, params, perplexity, sampling, training
+from attnbook.grading.gpt import cached_step, codec, loss, pairs, params, perplexity, sampling, training
 
 HIDDEN = {
     # Part 7: other sizes than the visible ones, so that counts pasted from the visible cases fail; the
@@ -194,5 +194,16 @@ HIDDEN = {
         Case("stops when no pair is left", lambda: ("aaaa", training.N_BYTES + 10)),
         # Equivalent: `~stats[p]` (-stats[p] - 1) for `-stats[p]`, the same order; `continue` for `break`
         # once no pair is left, since every later round finds no pair either and learns nothing.
+    ),
+    "check_cached_attention_step": (
+        Case("a long cache, four heads", cached_step._case(101, 3, 4, 17, 8), weight=2.0),
+        # .squeeze() on the query drops the batch and head axes too when they are one
+        Case("a batch of one, one head", cached_step._case(102, 1, 1, 6, 16), weight=2.0),
+        Case("an empty cache in float64", cached_step._case(103, 3, 2, 0, 6, torch.float64)),
+        Case("a cache that is a transposed view", cached_step._case(104, 2, 2, 9, 4, strided=True)),
+        Case("head size one", cached_step._case(105, 2, 3, 4, 1)),
+        Case("one cached token", cached_step._case(106, 4, 2, 1, 12)),
+        # Equivalent: `keys.transpose(2, -1)` and `transpose(+2, -1)` for `transpose(-2, -1)`: on the
+        # statement's 4-D keys, axis 2 is axis -2.
     ),
 }

@@ -137,4 +137,17 @@ RULES = {
         ("exp of the mean loss in nats",
          "math.exp(total / count)", "2 ** (total / count)"),
     ],
+    "cached_step_solution": [
+        ("the new key goes at the end of the time axis",
+         "torch.cat([past_k, k], dim=2)", "torch.cat([k, past_k], dim=2)"),
+        ("the new value goes at the end of the time axis",
+         "torch.cat([past_v, v], dim=2)", "torch.cat([v, past_v], dim=2)"),
+        ("the scores are divided by sqrt(hs)", " / math.sqrt(q.shape[-1])", ""),
+        ("the new token attends to itself too",
+         "scores = q @ keys.transpose(-2, -1)", "scores = q @ keys[:, :, :-1].transpose(-2, -1)"),
+        ("a softmax over the keys", "torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)"),
+        ("the keys and values to cache are returned", "return out, keys, values", "return out, past_k, past_v"),
+        ("P may be 0: the first step", "torch.cat([past_k, k], dim=2)",
+         "torch.cat([past_k, k], dim=2) if past_k.shape[2] else past_k"),
+    ],
 }

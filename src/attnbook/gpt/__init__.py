@@ -51,7 +51,7 @@ Neural Text Degeneration* (top-p, 2020); karpathy/nanoGPT and minGPT.
 """
 
 
-from .layers import MLP, Block, CausalSelfAttention, KVCache, SwiGLU
+from .layers import MLP, Block, CausalSelfAttention, KVCache, SwiGLU, cached_attention
 from .lm import next_token_loss, perplexity, random_batch, stream_loss, train_lm
 from .model import GPT, GPT_PRESETS, IGNORE_INDEX, GPTConfig
 from .sampling import generate, next_token_probs
@@ -62,6 +62,7 @@ __all__ = [
     "SwiGLU",
     "Block",
     "KVCache",
+    "cached_attention",
     "GPTConfig",
     "GPT_PRESETS",
     "GPT",

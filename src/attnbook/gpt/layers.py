@@ -23,7 +23,7 @@ from attnbook.attention import causal_mask, fused_attention, scaled_dot_product_
 
 from .rope import apply_rope
 
-__all__ = ["CausalSelfAttention", "MLP", "SwiGLU", "Block", "KVCache", "make_norm"]
+__all__ = ["CausalSelfAttention", "MLP", "SwiGLU", "Block", "KVCache", "cached_attention", "make_norm"]
 
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("gelu", "swiglu")
@@ -85,6 +85,36 @@ class KVCache:
     def nbytes(self) -> int:
         """Bytes held by the cached keys and values."""
         return sum(t.numel() * t.element_size() for t in self.keys + self.values if t is not None)
+
+
+def cached_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past_k: torch.Tensor,
+                     past_v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Attention of ``T`` new tokens with a cache: ``(out, keys, values)``, the keys and values extended.
+
+    ``q``, ``k``, ``v`` (B, nh, T, hs) belong to the new tokens, ``past_k``,
+    ``past_v`` (B, nh, P, hs) to the ``P`` tokens before them (``P`` may be 0).
+    The new keys and values go *after* the cached ones along the time axis;
+    the query of new token ``t`` (position ``P + t``) attends, scaled by
+    ``1 / sqrt(hs)``, to the keys of positions ``0 .. P + t``, itself included.
+    Returns ``out`` (B, nh, T, hs) and the keys and values (B, nh, P + T, hs)
+    to cache for the next step. What :class:`CausalSelfAttention` does with a
+    :class:`KVCache`, written for one head layout and no fused kernel.
+
+    >>> past_k = past_v = torch.zeros(1, 1, 0, 2)            # nothing cached yet
+    >>> q = k = v = torch.tensor([[[[1.0, 0.0]]]])           # (B, nh, T, hs) = (1, 1, 1, 2)
+    >>> out, keys, values = cached_attention(q, k, v, past_k, past_v)
+    >>> out, keys.shape                                     # alone, the token attends to itself
+    (tensor([[[[1., 0.]]]]), torch.Size([1, 1, 1, 2]))
+    >>> out, keys, _ = cached_attention(q, k, 3 * v, keys, values)
+    >>> out, keys.shape                                     # equal scores: the mean of 1 and 3
+    (tensor([[[[2., 0.]]]]), torch.Size([1, 1, 2, 2]))
+    """
+    keys = torch.cat([past_k, k], dim=2)  # (B, nh, P + T, hs)
+    values = torch.cat([past_v, v], dim=2)  # (B, nh, P + T, hs)
+    P, T = past_k.shape[2], q.shape[2]
+    mask = torch.ones(T, P + T, dtype=torch.bool, device=q.device).tril(diagonal=P)  # (T, P + T)
+    out, _ = scaled_dot_product_attention(q, keys, values, mask)  # (B, nh, T, hs)
+    return out, keys, values
 
 
 class CausalSelfAttention(nn.Module):

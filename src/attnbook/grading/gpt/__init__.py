@@ -10,7 +10,8 @@ pairs (:mod:`.pairs`, ``check_pairs``), training BPE (:mod:`.training`,
 GPT (:mod:`.params`, ``check_gpt_params``), questions on decoding and the
 causal mask (:mod:`.decoding`, ``check_decoding_reason``) and the reading of
 an ablation of the vocabulary size (:mod:`.vocab_ablation`,
-``check_vocab_reading``). The first six compare the student's function with a private
+``check_vocab_reading``), and last one decoding step with a key/value cache
+(:mod:`.cached_step`, ``check_cached_attention_step``). The first six compare the student's function with a private
 copy of the reference in :mod:`attnbook.tokenizers` or :mod:`attnbook.gpt`
 (:mod:`._common`) and name the mistakes students make most (a merge that
 takes overlapping pairs in ``aaa`` or works on joined strings, merges applied
@@ -30,6 +31,7 @@ All 5 visible checks passed.
 """
 
 from ..fixtures import perplexity_test_model
+from .cached_step import check_cached_attention_step
 from .codec import check_encode_decode
 from .decoding import check_decoding_reason
 from .loss import check_next_token_loss
@@ -50,5 +52,6 @@ __all__ = [
     "check_gpt_params",
     "check_decoding_reason",
     "check_vocab_reading",
+    "check_cached_attention_step",
     "perplexity_test_model",
 ]
