@@ -50,10 +50,10 @@ def _letter(value: object) -> str | None:
     return value.strip().lower() if isinstance(value, str) else None
 
 
-def _form(questions: Mapping[str, tuple[str, ...]], answers: object) -> None:
+def _form(questions: Mapping[str, tuple[str, ...]], answers: object, name: str) -> None:
     if answers is None:  # the released cell raises NotImplementedError, so the name is never bound
-        raise CheckFailed("the answers are not implemented yet: write a dict of letters where the cell "
-                          "raises NotImplementedError")
+        raise CheckFailed(f"{name} is not implemented yet (its cell raises NotImplementedError): write the dict "
+                          "of your letters")
     if not isinstance(answers, dict):
         raise CheckFailed(f"the answers should be a dict with the keys {', '.join(map(repr, questions))}")
     missing = [q for q in questions if q not in answers]
@@ -80,8 +80,9 @@ def key(question: str, right: str, **why: str) -> Callable[[], tuple]:
     return lambda: ("key", question, right, why)
 
 
-def choices(name: str, module: str, **questions: tuple[str, ...]) -> Part:
-    """A reasoning part named ``name`` (its chapter's module ``module``), with the options of each question.
+def choices(name: str, module: str, *, answers: str = "the dict of answers", **questions: tuple[str, ...]) -> Part:
+    """A reasoning part named ``name`` (its chapter's module ``module``), with the options of each question;
+    ``answers`` is the notebook's name for the student's dict, which the feedback uses.
 
     The visible case (weight 0: the form earns nothing) checks the form; the
     hidden cases (:func:`key`) grade each question.
@@ -89,16 +90,16 @@ def choices(name: str, module: str, **questions: tuple[str, ...]) -> Part:
     if not questions or any(len(options) < 2 for options in questions.values()):
         raise ValueError("a reasoning part asks at least one question of at least two options")
 
-    def check(answers: object) -> Callable[..., None]:
+    def check(given: object) -> Callable[..., None]:
         def check_one(kind: str, *args: object) -> None:
-            _form(questions, answers)
+            _form(questions, given, answers)
             if kind == "form":
                 print("Each answer is one of its options; it is graded at hand-in, "
                       "and the feedback explains every option.")
                 return
             question, right, why = args
             assert isinstance(question, str) and isinstance(why, dict)
-            chosen = _letter(answers[question])  # type: ignore[index]  # a dict: _form checked it
+            chosen = _letter(given[question])  # type: ignore[index]  # a dict: _form checked it
             if chosen != right:
                 raise CheckFailed(f"{question} ({chosen}): {why.get(chosen, 'not one of the options')}")
             print(f"- {question} ({chosen}): {why[right]}")

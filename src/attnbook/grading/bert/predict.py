@@ -72,7 +72,7 @@ def _mistakes(V: int, p: float) -> list[tuple[str, float]]:
 
 
 def _check(fn: Callable) -> Callable:
-    def check_one(vocab_size: int, *rest: float):
+    def check_one(vocab_size: int, *rest: float) -> None:
         value = _number(run_student(fn, vocab_size, *rest, what=WHAT))
         right = BERT.uniform_mlm_loss(vocab_size)
         if _close(value, right):

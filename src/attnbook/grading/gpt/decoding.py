@@ -17,5 +17,5 @@ from ..reasoning import choices
 
 __all__ = ["check_decoding_reason"]
 
-check_decoding_reason = choices("check_decoding_reason", __name__,
+check_decoding_reason = choices("check_decoding_reason", __name__, answers="decoding_reason",
                                 greedy=("a", "b", "c", "d"), hot=("a", "b", "c"), no_mask=("a", "b", "c"))

@@ -21,5 +21,5 @@ from ..reasoning import choices
 
 __all__ = ["check_vocab_reading"]
 
-check_vocab_reading = choices("check_vocab_reading", __name__,
+check_vocab_reading = choices("check_vocab_reading", __name__, answers="vocab_reading",
                               english=("a", "b", "c"), context=("a", "b", "c", "d"), german=("a", "b", "c"))

@@ -13,11 +13,8 @@ the form; the keys are the instructor's hidden cases.
 from __future__ import annotations
 
 from ..reasoning import choices
-from ._common import answered
 
 __all__ = ["check_palette_reading"]
 
-check_palette_reading = answered(
-    choices("check_palette_reading", __name__, error=("a", "b", "c", "d"), gain=("a", "b", "c"),
-            cost=("a", "b", "c", "d")),
-    "palette_reading")
+check_palette_reading = choices("check_palette_reading", __name__, answers="palette_reading",
+                                error=("a", "b", "c", "d"), gain=("a", "b", "c"), cost=("a", "b", "c", "d"))

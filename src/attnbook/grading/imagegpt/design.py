@@ -12,11 +12,8 @@ option, are the instructor's hidden cases (:mod:`attnbook.grading.reasoning`).
 from __future__ import annotations
 
 from ..reasoning import choices
-from ._common import answered
 
 __all__ = ["check_design_answers"]
 
-check_design_answers = answered(
-    choices("check_design_answers", __name__, channels=("a", "b", "c", "d"), typeb=("a", "b", "c"),
-            probe=("a", "b", "c")),
-    "design_answers")
+check_design_answers = choices("check_design_answers", __name__, answers="design_answers",
+                               channels=("a", "b", "c", "d"), typeb=("a", "b", "c"), probe=("a", "b", "c"))

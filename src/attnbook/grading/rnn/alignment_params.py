@@ -83,9 +83,9 @@ def _mistakes(q: int, k: int, a: int | None, method: str) -> list[tuple[str, int
 
 
 def _count(result: object) -> int:
-    if isinstance(result, bool) or not isinstance(result, numbers.Real) or result != int(result):
+    if isinstance(result, bool) or not isinstance(result, numbers.Real) or float(result) != int(float(result)):
         raise CheckFailed(f"{WHAT} should return a whole number (an int), got {result!r}")
-    return int(result)
+    return int(float(result))
 
 
 def _check(fn: Callable) -> Callable:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..reasoning import choices
 
 check_attention_reason = choices(
-    "check_attention_reason", __name__,
+    "check_attention_reason", __name__, answers="attention_answers",
     gradient=("a", "b", "c"),
     init=("a", "b", "c", "d"),
     init_gradient=("a", "b", "c"),

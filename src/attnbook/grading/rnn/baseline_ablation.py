@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..reasoning import choices
 
 check_baseline_ablation = choices(
-    "check_baseline_ablation", __name__,
+    "check_baseline_ablation", __name__, answers="ablation_answers",
     spread=("a", "b", "c"),
     centred=("a", "b", "c"),
     draws=("a", "b", "c"),

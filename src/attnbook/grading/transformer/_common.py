@@ -14,16 +14,12 @@ is in :mod:`attnbook.grading._shared`.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Callable, Sequence
 
 import torch
 
-from .. import reasoning
-from .._core import private_modules, student_error
+from .._core import private_modules
 from .._shared import MHA_PROBLEM, sublayer_problem
-from ..engine import Part
 
 REF, POS, TR = private_modules("attnbook.attention", "attnbook.positional", "attnbook.transformer")
 
@@ -83,29 +79,3 @@ def encoder_sublayer_problem(module: torch.nn.Module, ref: torch.nn.Module, x: t
          MHA_PROBLEM.format(name="self_attn")),
         ("ffn", ref.ffn, (x,), {}, FFN_PROBLEM),
     ))
-
-
-# ------------------------------------------------------------------ the reasoning parts (Parts 13 and 14)
-
-
-def choices_part(name: str, module: str, what: str, **questions: tuple[str, ...]) -> Part:
-    """:func:`attnbook.grading.reasoning.choices`, told "not implemented yet" while the answers are not there.
-
-    The released notebook's answer cell raises ``NotImplementedError`` before it
-    defines the dict, so the test cell gets ``None``; the visible check then
-    says that ``what`` (the dict's name in the notebook) is not done, in the
-    words of every other part, rather than that the answers are not a dict.
-    """
-    part = reasoning.choices(name, module, **questions)
-    stated = part.check
-
-    @functools.wraps(stated)  # keeps the module (the hidden keys) and the name (reasoning.is_choices)
-    def check(answers: object) -> Callable[..., None]:
-        if answers is None:
-            def not_yet(*_case: object) -> None:
-                raise student_error(what, "NotImplementedError", "", not_implemented=True)
-
-            return not_yet
-        return stated(answers)
-
-    return dataclasses.replace(part, check=check)

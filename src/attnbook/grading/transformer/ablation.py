@@ -13,9 +13,9 @@ The visible check passed.
 
 from __future__ import annotations
 
-from ._common import choices_part
+from ..reasoning import choices
 
-check_scaling_ablation = choices_part(
-    "check_scaling_ablation", __name__, "scaling_answers",
+check_scaling_ablation = choices(
+    "check_scaling_ablation", __name__, answers="scaling_answers",
     weights=("a", "b", "c"), gradient=("a", "b", "c"), flat=("a", "b", "c"),
 )

@@ -11,9 +11,9 @@ The visible check passed.
 
 from __future__ import annotations
 
-from ._common import choices_part
+from ..reasoning import choices
 
-check_attention_reason = choices_part(
-    "check_attention_reason", __name__, "attention_answers",
+check_attention_reason = choices(
+    "check_attention_reason", __name__, answers="attention_answers",
     positions=("a", "b", "c"), causal=("a", "b", "c", "d"), padding=("a", "b", "c"),
 )

@@ -13,16 +13,12 @@ True
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import torch
 
 from .._core import private_modules
 from .._shared import randn_strided
-from ..engine import Part
-from ..errors import CheckFailed
-from ..reasoning import choices
 
 # imported together, so that VIT's blocks are TR's EncoderBlock
 VIT, TR = private_modules("attnbook.vit", "attnbook.transformer")
@@ -67,24 +63,3 @@ LAYOUT_MESSAGES = {
     "reshape_only": "a reshape alone does not cut patches: it takes runs of consecutive pixels along the rows; "
                     "split H and W into (h, P) and (w, P) and permute the axes before flattening",
 }
-
-
-def answered(name: str, module: str, answers: str, **questions: tuple[str, ...]) -> Part:
-    """:func:`attnbook.grading.reasoning.choices`, and a dict ``answers`` that its cell never defined (the
-    released cell raises ``NotImplementedError``; the judge passes ``None``) is "not implemented yet".
-
-    >>> part = answered("check_demo", __name__, "demo_answers", size=("a", "b"))
-    >>> part(None)
-    Traceback (most recent call last):
-    attnbook.grading.errors.CheckFailed: demo_answers is not implemented yet (its cell raises NotImplementedError): ...
-    """
-    part = choices(name, module, **questions)
-
-    @functools.wraps(part.check)  # still a choices part (reasoning.is_choices), of the chapter's module
-    def check(given: object) -> Callable[..., None]:
-        if given is None:
-            raise CheckFailed(f"{answers} is not implemented yet (its cell raises NotImplementedError): write the "
-                              "dict of your letters")
-        return part.check(given)
-
-    return Part(name=part.name, visible=part.visible, check=check)

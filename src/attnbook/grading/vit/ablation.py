@@ -16,8 +16,8 @@ seed (``tests/test_grading_vit.py`` runs the cell for ten).
 
 from __future__ import annotations
 
-from ._common import answered
+from ..reasoning import choices
 
-CHECK = answered("check_position_ablation", __name__, "ablation_answers",
+CHECK = choices("check_position_ablation", __name__, answers="ablation_answers",
                 zeroed=("a", "b", "c"), rounding=("a", "b", "c"), positions=("a", "b", "c"))
 check_position_ablation = CHECK

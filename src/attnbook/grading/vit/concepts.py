@@ -11,8 +11,8 @@ sentence for every option are the instructor's hidden cases
 
 from __future__ import annotations
 
-from ._common import answered
+from ..reasoning import choices
 
-CHECK = answered("check_vit_concepts", __name__, "vit_answers",
+CHECK = choices("check_vit_concepts", __name__, answers="vit_answers",
                 class_token=("a", "b", "c"), patch_size=("a", "b", "c", "d"), mae_cost=("a", "b", "c"))
 check_vit_concepts = CHECK

@@ -45,7 +45,7 @@ def _mistakes(H: int, W: int, P: int) -> list[tuple[str, tuple[int | None, int |
     """The known wrong answers for a tiled image, as ``(message, (T or None, scores or None))``; None: any value."""
     h, w = H // P, W // P
     N, T = h * w, 1 + h * w
-    out = [
+    out: list[tuple[str, tuple[int | None, int | None]]] = [
         ("the class token is missing: the encoder reads the N patches and the class token, T = 1 + N, and "
          "attends over all of them", (N, N * N)),
         ("the scores leave out the class token: it attends and is attended like every other token, so one map "
