@@ -20,7 +20,8 @@ def test_the_visible_check_tells_the_form_never_the_key(capsys):
     part = _part()
     part({"size": "c", "sign": "b"})  # both wrong: the visible check still passes
     assert "graded at hand-in" in capsys.readouterr().out
-    for answers, words in [(None, "the dict of answers is not implemented yet"), (["b", "a"], "should be a dict"), ({"size": "b"}, "'sign' missing"),
+    for answers, words in [(None, "the dict of answers is not implemented yet"),
+                           (["b", "a"], "should be a dict"), ({"size": "b"}, "'sign' missing"),
                            ({"size": "b", "sign": "a", "why": "a"}, "'why' not asked"),
                            ({"size": "d", "sign": "a"}, "answers['size'] should be one of 'a', 'b', 'c'"),
                            ({"size": 2, "sign": "a"}, "a letter, as a string")]:

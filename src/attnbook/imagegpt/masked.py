@@ -48,7 +48,10 @@ class BidirectionalSelfAttention(CausalSelfAttention):
     True
     """
 
-    def forward(self, x: torch.Tensor, *, need_weights: bool = False) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, *, need_weights: bool = False, rope: object = None, cache: object = None,
+                layer: int = 0) -> torch.Tensor:
+        if rope is not None or cache is not None:
+            raise ValueError("bidirectional attention takes neither rotary positions nor a key/value cache")
         B, T, C = x.shape
         nh, hs = self.n_head, self.head_size
         q, k, v = self.c_attn(x).split(C, dim=2)  # (B, T, 3C) -> 3 x (B, T, C)

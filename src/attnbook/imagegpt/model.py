@@ -153,6 +153,7 @@ class PixelTransformer(nn.Module):
     def hidden_states(self, seq: torch.Tensor) -> list[torch.Tensor]:
         """The residual stream (B, T, C) after the embeddings and after each block: ``n_layer + 1`` tensors."""
         gpt = self.gpt
+        assert gpt.wpe is not None  # ImageGPT's GPT has learned positions, never rotary ones
         x = gpt.drop(gpt.wpe(gpt.wte(self._inputs(seq))))  # (B, T, C)
         states = [x]
         for block in gpt.h:
