@@ -16,7 +16,7 @@ weight one: two right answers out of three earn two thirds of the points.
 A chapter declares its part in its own package, where :mod:`.hidden_cases`
 looks for the hidden cases::
 
-    check_scaling_reading = choices("check_scaling_reading", __name__,
+    check_scaling_reading = choices("check_scaling_reading", __name__, answers="scaling_reading",
                                     entropy=("a", "b", "c"), gradient=("a", "b"))
 
 and the instructor's file keys it::
