@@ -10,6 +10,7 @@ import torch
 from attnbook.grading import reasoning
 from attnbook.grading.engine import Case
 from attnbook.grading.transformer import (
+    beam,
     decoder,
     embeddings,
     encoder,
@@ -211,5 +212,14 @@ HIDDEN = {
             c="right: each score q · k has variance d_k, so q · k / sqrt(d_k) has variance 1 for every d_k; the "
               "softmax sees scores of the same spread whatever the width, so its largest weight and its "
               "gradient do not change with d_k")),
+    ),
+    "check_beam_step": (
+        Case("eight beams, forty tokens", beam._case(101, 8, 40, 8), weight=2.0),
+        Case("one beam kept", beam._case(102, 5, 9, 1)),
+        Case("many ties", beam._case(103, 6, 5, 12, ties=True), weight=2.0),
+        Case("float64", beam._case(104, 3, 11, 6, torch.float64)),
+        # log_probs.view(-1) fails on a transposed view; reshape and flatten copy when they must
+        Case("log-probabilities that are a transposed view", beam._case(105, 4, 6, 5, strided=True)),
+        Case("every extension kept", beam._case(106, 2, 2, 4)),
     ),
 }

@@ -117,4 +117,13 @@ RULES = {
         ("from the sizes alone, even too large to build", "return attention + ffn + norms",
          "return sum(p.numel() for p in EncoderBlock(d_model, num_heads, d_ff).parameters())"),
     ],
+    "beam_step_solution": [
+        ("an extension scores scores[k] + log_probs[k, v]",
+         "(scores[:, None] + log_probs).flatten()", "log_probs.flatten()"),
+        ("the best first", "descending=True", "descending=False"),
+        ("among equal scores the lower beam, then the lower token", "stable=True", "stable=False"),
+        ("n = min(beam_size, K * V) extensions", ".indices[:beam_size]", ".indices[:beam_size - 1]"),
+        ("the parent is the beam extended", "order // V, order % V", "order % K, order % V"),
+        ("the token of the extension", "order // V, order % V", "order // V, order // K"),
+    ],
 }

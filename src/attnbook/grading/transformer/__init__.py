@@ -18,12 +18,14 @@ encoder block), :mod:`.decoder`, :mod:`.loss` (the teacher-forced training
 loss), :mod:`.greedy`, then three parts that ask the student to reason:
 :mod:`.params` (the encoder block's parameter count), :mod:`.reasoning_attention`
 (choices: positions, the causal mask, padding) and :mod:`.ablation` (choices
-on the figure of the 1/sqrt(d_k) ablation); :mod:`._common` holds what several
+on the figure of the 1/sqrt(d_k) ablation), and last :mod:`.beam` (one step of
+beam search); :mod:`._common` holds what several
 of them share.
 """
 
 from ..fixtures import greedy_test_model
 from .ablation import check_scaling_ablation
+from .beam import check_beam_step
 from .decoder import check_decoder_block
 from .embeddings import check_embeddings
 from .encoder import check_encoder_block
@@ -42,6 +44,6 @@ __all__ = [
     "check_scaled_dot_product_attention", "check_attention_masks", "check_masks", "check_embeddings",
     "check_sinusoidal_positions", "check_multi_head_attention", "check_encoder_block",
     "check_prenorm_encoder_block", "check_decoder_block", "check_translation_loss", "check_greedy_decode",
-    "check_encoder_block_params", "check_attention_reason", "check_scaling_ablation",
+    "check_encoder_block_params", "check_attention_reason", "check_scaling_ablation", "check_beam_step",
     "greedy_test_model",
 ]
