@@ -141,15 +141,17 @@ def formgrader_api(state: Path):
 
 def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
     answers = catalogue.ANSWERS
-    ada = answers["bert_alternatives"]["cells"]
+    reasoning = answers["bert_reasoning_alternatives"]["cells"]  # the three reasoning parts, right
+    ada = {**answers["bert_alternatives"]["cells"], **reasoning}
     submitted_as = {
         "ada": notebook(ada),
         "bo": notebook({part: rename(code) for part, code in ada.items()}),
-        "cy": notebook(answers["bert_freeze_never_unfreezes"]["cells"]),  # one mistake: freezes, never unfreezes
+        # one mistake: freezes, never unfreezes
+        "cy": notebook({**answers["bert_freeze_never_unfreezes"]["cells"], **reasoning}),
         "di": notebook(answers["bert_one_mistake"]["cells"]),  # one mistake: the [SEP] of segment B
         "ed": notebook({"loss_solution": bert.CORRECT["loss_solution"]}),  # one part, a short one
     }
-    resubmitted = notebook(bert.CORRECT)  # cy's mistake fixed
+    resubmitted = notebook({**bert.CORRECT, **reasoning})  # cy's mistake fixed
     first = {
         f"lovelaceada_{IDS['ada']}_9001_exercises.ipynb": (submitted_as["ada"], (2026, 3, 1, 12, 0, 0)),
         f"boolebo_{IDS['bo']}_9002_exercises (1).ipynb": (submitted_as["bo"], (2026, 3, 1, 16, 30, 0)),
@@ -163,9 +165,9 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
     state.mkdir()
     roster = tmp_path / "roster.csv"  # Canvas's gradebook export, as downloaded
     roster.write_text(f"Student,ID,SIS User ID,SIS Login ID,Section,{A} (70412)\n"
-                      "    Points Possible,,,,,16\n"
+                      "    Points Possible,,,,,22\n"
                       + "".join(f'"{s.title()}, {s[0].upper()}",{i},S{i},{s},A,\n' for s, i in IDS.items()))
-    # per-day 10 % of 16 points; cy has until Wednesday
+    # per-day 10 % of 22 points; cy has until Wednesday
     (state / "deadlines.csv").write_text(f'assignment,student,due,policy\n{A},,{DUE},"per-day 10%"\n'
                                          f"{A},cy,2026-03-04 17:00 UTC,\n")
 
@@ -181,9 +183,9 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
     graded = rows(state / "grades.csv")
     assert sorted(graded) == ["ada", "bo", "cy", "di"]
     assert graded["bo"]["status"] == "review: graded 'exercises (1).ipynb' as exercises.ipynb (misnamed)"
-    assert [graded[s]["score"] for s in ("ada", "bo", "di")] == ["16.0", "16.0", "13.0"]
-    assert graded["cy"]["score"] == "14.0"  # the visible case of a frozen model fails its freeze part
-    assert (graded["di"]["late_hours"], graded["di"]["penalty"]) == ("2.5", "1.6")  # one started day: 10 % of 16
+    assert [graded[s]["score"] for s in ("ada", "bo", "di")] == ["22.0", "22.0", "19.0"]
+    assert graded["cy"]["score"] == "20.0"  # the visible case of a frozen model fails its freeze part
+    assert (graded["di"]["late_hours"], graded["di"]["penalty"]) == ("2.5", "2.2")  # one started day: 10 % of 22
 
     # 2. The second download: cy resubmitted (before the extension ends), ed arrived late; each graded alone.
     cache = state / "grading-cache"
@@ -200,9 +202,10 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
     assert "graded 1 submissions, kept the results of 4 graded before" in done.stdout, done.stdout
     assert {s: (cache / s / f"{A}.json").read_bytes() for s in kept} == kept  # the others never judged again
     graded = rows(state / "grades.csv")
-    assert graded["cy"]["score"] == "16.0" and graded["cy"]["late_hours"] == "0.0"  # on time: the extension
+    assert graded["cy"]["score"] == "22.0" and graded["cy"]["late_hours"] == "0.0"  # on time: the extension
     assert graded["cy"]["status"] == "review: graded 'exercises-1.ipynb' as exercises.ipynb (misnamed)"
-    assert (graded["ed"]["score"], graded["ed"]["late_hours"], graded["ed"]["penalty"]) == ("2.0", "16.0", "1.6")
+    # 10 % of 22 is 2.2, but ed has only 2 to lose
+    assert (graded["ed"]["score"], graded["ed"]["late_hours"], graded["ed"]["penalty"]) == ("2.0", "16.0", "2.0")
 
     # 3. The report: the copy flagged part by part, late work and penalties; Canvas's CSV, penalties off.
     course(str(REPORT), "--state", str(state))
@@ -214,17 +217,17 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
     # cy's, di's and ed's answers to the long parts are their own: not flagged
     assert {p for p in pairs if p[0] in ("mask_solution", "nsp_solution")} == {
         ("mask_solution", "ada", "bo", "100"), ("nsp_solution", "ada", "bo", "100")}
-    assert "5 submissions, mean total 12.0 / 16 (median 16); 2 late; " in page
+    assert "5 submissions, mean total 16.6 / 22 (median 22); 2 late; " in page
     students = page[page.index("<h3>Students"):page.index("<h3>Similar")]
-    for student, total, late in [("ada", "16", "on time"), ("cy", "16", "on time"),
-                                 ("di", "11.4", "2.5 h late, penalty 1.6"), ("ed", "0.4", "16 h late, penalty 1.6")]:
-        assert f"<td>{student}</td><td>{total} / 16</td><td>{late}</td>" in students, student
+    for student, total, late in [("ada", "22", "on time"), ("cy", "22", "on time"),
+                                 ("di", "16.8", "2.5 h late, penalty 2.2"), ("ed", "0", "16 h late, penalty 2")]:
+        assert f"<td>{student}</td><td>{total} / 22</td><td>{late}</td>" in students, student
     course(str(COURSE), "--state", str(state), "export", "--roster", str(roster))
     canvas = list(csv.reader((state / "canvas.csv").open()))
     assert canvas[:2] == [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{A} (70412)"],
-                          ["Points Possible", "", "", "", "", "16"]]
-    assert {row[3]: row[5] for row in canvas[2:]} == {"ada": "16", "bo": "16", "cy": "16", "di": "11.4",
-                                                     "ed": "0.4"}
+                          ["Points Possible", "", "", "", "", "22"]]
+    assert {row[3]: row[5] for row in canvas[2:]} == {"ada": "22", "bo": "22", "cy": "22", "di": "16.8",
+                                                     "ed": "0"}
     assert canvas[2][:5] == ["Ada, A", str(IDS["ada"]), f"S{IDS['ada']}", "ada", "A"]
 
     # 4. The same final submissions graded from scratch, in one serial run: the same grades everywhere.
@@ -248,8 +251,8 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
         text = page.read_text()
         assert "cdnjs" not in text and not re.search(r"<(script|link)[^>]+(src|href)=.https?:", text), page
         assert mathjax in text and feedback_filters._MATHJAX_CONFIG in text, page
-    for student, words in [("di", "2.5 hours after the due date (2026-03-01 17:00 UTC): 1.6 points deducted"),
-                           ("ed", "16 hours after the due date (2026-03-01 17:00 UTC): 1.6 points deducted"),
+    for student, words in [("di", "2.5 hours after the due date (2026-03-01 17:00 UTC): 2.2 points deducted"),
+                           ("ed", "16 hours after the due date (2026-03-01 17:00 UTC): 2 points deducted"),
                            ("cy", "Your notebook was named <code>exercises-1.ipynb</code>; it was graded as")]:
         assert words in (state / "feedback" / student / A / "exercises.html").read_text(), student
 
