@@ -109,14 +109,16 @@ def _check(fn: Callable) -> Callable:
         if not integer:
             raise CheckFailed("parents and tokens should be integer tensors (torch.long): they index beams "
                               "and tokens")
-        if sorted(zip(got[1], got[2], strict=True)) == sorted(zip(want_parents.tolist(), want_tokens.tolist(),
-                                                                  strict=True)):
-            raise CheckFailed("the right extensions, in another order: best first, and among equal scores the "
-                              "lower beam, then the lower token (torch.topk does not promise that order)")
+        K, V = log_probs.shape
+        real = all(0 <= k < K and 0 <= v < V for k, v in zip(got[1], got[2], strict=True))
+        if real and close(torch.tensor(sorted(got[0], reverse=True)), want.double(), scores.dtype) and close(
+                new.double(), (scores[:, None] + log_probs).double()[parents, tokens], scores.dtype):
+            raise CheckFailed("the right scores, with equal extensions in another order: best first, and among "
+                              "equal scores the lower beam, then the lower token (torch.topk promises neither "
+                              "which equal extensions it keeps nor their order)")
         if got[1:] == [want_parents.tolist(), want_tokens.tolist()]:
             raise CheckFailed("the right extensions, but their scores are not scores[k] + log_probs[k, v] "
                               "(log-probabilities add; probabilities would multiply)")
-        V = log_probs.shape[1]
         flat = [p * V + t for p, t in zip(want_parents.tolist(), want_tokens.tolist(), strict=True)]
         if got[1:] == [[f % log_probs.shape[0] for f in flat], [f // log_probs.shape[0] for f in flat]] and \
                 log_probs.shape[0] != V:
