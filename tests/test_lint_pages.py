@@ -107,3 +107,16 @@ def test_code_lines_of_the_page_sources_fit_the_column():
             for md in sorted(root.glob("chapters/*/*.md")) for n, line in code_lines(md.read_text())
             if len(line) > lint.MAX_OUTPUT_COLUMNS]
     assert not wide, wide
+
+
+def test_code_lines_of_the_exercise_notebooks_fit_the_column():
+    """The book shows every chapter's released exercise notebook, and the instructor edition its solution:
+    their code lines are measured in the sources too, before a build."""
+    import nbformat
+
+    root = Path(__file__).parents[1]
+    wide = [f"{path.relative_to(root)} cell {k}: {len(line)} columns: {line[:40]}"
+            for path in sorted([*root.glob("chapters/*/exercises.ipynb"), *root.glob("solutions/*/exercises.ipynb")])
+            for k, cell in enumerate(nbformat.read(path, as_version=4).cells) if cell.cell_type == "code"
+            for line in cell.source.splitlines() if len(line) > lint.MAX_OUTPUT_COLUMNS]
+    assert not wide, wide
