@@ -4,8 +4,8 @@ Each chapter's ``test_grading_*.py`` makes an :class:`Exercise` of its
 assignment; the grade_id -> check map comes from the solution notebook's test
 cells, parsed as the judge parses them. It grades the solution, the released
 stub and every catalogued answer of ``autograder/fixtures/answers/`` without
-starting a kernel or a sandbox; the same catalogue, hostile students
-included, goes through the sandboxed judge in ``test_autograder.py``.
+starting a kernel or a sandbox; the hostile students, and a sample of the
+rest, go through the sandboxed judge in ``test_autograder.py``.
 
 Load it with :func:`load` (the tests run with ``--import-mode=importlib``, so
 ``tests/`` is not on ``sys.path``).

@@ -1,11 +1,15 @@
 """The grading pipeline end to end: release, the sandboxed judge, feedback, grades.csv.
 
-The whole catalogue (autograder/fixtures/answers/: right, wrong and hostile
-students; the attacks on the class's run itself are tests/test_containment.py's)
-is graded with the instructor's own command, in parallel, and its
-grades are checked against the catalogue; the hostile students must be
-contained: 0 on the part they attack, everyone else graded as if they were not
-there, no submission lost or changed, nothing secret in any feedback.
+A class drawn from the catalogue (autograder/fixtures/answers/) is graded with
+the instructor's own command, in parallel, and its grades are checked against
+the catalogue: every hostile and broken student (the attacks on the class's run
+itself are tests/test_containment.py's), and per chapter the one-mistake
+student (every part graded, one answer wrong) and one answer only the hidden
+cases reveal. The hostile students must be contained: 0 on the part they
+attack, everyone else graded as if they were not there, no submission lost or
+changed, nothing secret in any feedback. Every other catalogued answer is graded
+in-process by tests/test_exercises.py with the same checks and hidden cases;
+``make grader-check`` puts the whole catalogue through the sandbox.
 """
 
 import csv
@@ -30,8 +34,20 @@ _spec.loader.exec_module(catalogue)
 pytestmark = pytest.mark.slow
 TRUSTED = harness.trusted_grading_env()  # the course's own notebooks; the hostile ones need the sandbox
 SANDBOXED = not TRUSTED
-# The attacks on the class's run are graded beside control students in tests/test_containment.py.
-ANSWERS = {name: a for name, a in catalogue.ANSWERS.items() if not a.get("class_level")}
+
+
+def sandboxed_class(answers: dict[str, dict]) -> dict[str, dict]:
+    """The students graded here: the hostile and broken ones, and per chapter its one-mistake student and the
+    first answer (by name) that only the hidden cases reveal. The attacks on the class's run are graded beside
+    control students in tests/test_containment.py."""
+    chosen = {name for name, a in answers.items() if a.get("hostile") or "status" in a or a.get("one_mistake")}
+    for assignment in sorted({a["assignment"] for a in answers.values()}):
+        chosen |= set(sorted(name for name, a in answers.items() if a["assignment"] == assignment
+                             and "partial" in a["expected"].values())[:1])
+    return {name: answers[name] for name in sorted(chosen) if not answers[name].get("class_level")}
+
+
+ANSWERS = sandboxed_class(catalogue.ANSWERS)
 
 
 def course(*args, **env):
@@ -56,7 +72,7 @@ def test_committed_student_notebooks_match_release():
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Grade the whole catalogue once, two submissions at a time; return (submissions, state)."""
+    """Grade the class once, two submissions at a time; return (submissions, state)."""
     if not SANDBOXED:
         pytest.skip("bubblewrap does not run here: the catalogue's hostile answers would attack this checkout")
     base = tmp_path_factory.mktemp("class")

@@ -9,8 +9,9 @@ another way than the solution; and each catalogued answer gets its expected
 grade and message; a student with one mistake loses only the parts that
 check it, the parts built on it graded with the solution's in its place. What
 is particular to a chapter (the mistakes its issue names, statistical bounds,
-traps) stays in ``test_grading_<chapter>.py``. The same catalogue goes through
-the sandboxed judge in ``test_autograder.py``.
+traps) stays in ``test_grading_<chapter>.py``. ``test_autograder.py`` grades a
+class drawn from the catalogue through the sandboxed judge; ``make
+grader-check`` the whole of it.
 """
 
 import functools
