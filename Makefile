@@ -3,7 +3,8 @@
 #   make test   install, run every test
 # Instructors: make release, make collect ZIP=download.zip [ROSTER=roster.csv],
 #   make grade [SUBMISSIONS=folder] [STUDENT=id] [ASSIGNMENT=id] [STATE=folder] [SHARD=i/N], make gather,
-#   make report [STATE=folder], make export [ROSTER=roster.csv], make deadlines, make grader-check.
+#   make report [STATE=folder], make export [ROSTER=roster.csv], make deadlines, make grader-check,
+#   make settings (every ATTNBOOK_* setting: its default and the value in force).
 # Maintainers: make lint runs Ruff on every .py file, then mypy on src/attnbook (settings in pyproject.toml;
 #   CI runs it before make test);
 #   make a11y checks every page of _build/html with axe-core in headless Chromium (WCAG 2.1 AA; CI runs it
@@ -24,7 +25,7 @@ TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/d
 	echo https://download.pytorch.org/whl/cpu)
 
 .PHONY: install data book book-instructor test lint checkpoints release collect grade gather report export deadlines \
-	grader-check mutants routes clean a11y
+	grader-check mutants routes clean a11y settings
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -122,6 +123,10 @@ export: install
 # Check STATE/deadlines.csv alone, as `make grade` reads it: each assignment's due date and policy, or every problem.
 deadlines: install
 	$(PY) autograder/course.py --state $(STATE) deadlines
+
+# Every ATTNBOOK_* environment variable the course reads (attnbook.settings): unit, default, the value in force here.
+settings: install
+	$(PY) autograder/course.py settings
 
 # The class report of a graded state folder: STATE/report/index.html.
 report: install

@@ -38,8 +38,12 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     """Grade the submissions that are new or changed since the last run (all of ``student``'s, or of
     ``assignment``, when either is given), keep the others' results, and write every output for all;
     with ``shard``, only for the submissions of that shard (``shards.py``)."""
+    from attnbook import settings
     from attnbook.grading import hidden_cases, judge, sandbox
 
+    if malformed := settings.problems(settings.GRADING):  # before anything is read or written
+        print(f"not grading: {'; '.join(malformed)}", file=sys.stderr)
+        return 2
     if why := sandbox.refusal(strict=require_sandbox):
         print(f"not grading: {why}", file=sys.stderr)
         return 2
@@ -98,7 +102,7 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     graded = sorted({a for _, a in todo + unrecorded})
     # The hidden cases are read from here (or $ATTNBOOK_HIDDEN_CASES), never from the installed package, and once,
     # with every check, before the judges fork; a part without its hidden cases stops the run.
-    os.environ.setdefault(hidden_cases.ENV, str(HIDDEN_CASES))
+    hidden_cases.default_to(HIDDEN_CASES)
     try:
         for name in sorted({a for _, a in todo}):
             for cell in submission.test_cells(submission.source(name)).values():

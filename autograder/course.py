@@ -57,6 +57,8 @@ from classgrade import gather, grade  # noqa: E402
 from nbgrader_run import MAX_NOTEBOOK, ROOT, assignments, gradebook_url, release  # noqa: E402
 from submission import grade_id, released  # noqa: E402
 
+from attnbook import settings  # noqa: E402
+
 
 def lms(args: argparse.Namespace) -> int:
     """``collect`` (intake.py) or ``export`` (export.py); a bad zip, roster or zone is a clear error."""
@@ -90,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--out", type=Path, default=None, help="CSV path (default: STATE/grades.csv)")
     gr.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
     gr.add_argument("--require-sandbox", action="store_true",
-                    help="refuse without bubblewrap even if ATTNBOOK_GRADING_SANDBOX=none (hostile submissions)")
+                    help=f"refuse without bubblewrap even if {settings.GRADING_SANDBOX.name}=none "
+                    "(hostile submissions)")
     gr.add_argument("--student", help="grade this student's submissions again, changed or not (and no other)")
     gr.add_argument("--assignment", help="grade this assignment's submissions again (with --student: that one)")
     gr.add_argument("--shard", type=_shard, metavar="I/N",
@@ -106,11 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ex = sub.add_parser("export", help="canvas.csv and totals.csv from the gradebook, late penalties applied")
     ex.add_argument("--roster", type=Path, default=None, help="Canvas's gradebook export with a student column")
     sub.add_parser("deadlines", help="check deadlines.csv alone: each assignment's due date and late policy")
-    sub.add_parser("settings", help="every ATTNBOOK_* setting: its default, unit, meaning and value here")
+    sub.add_parser("settings", help="every ATTNBOOK_* setting: its unit, default, meaning and value here")
     args = parser.parse_args(argv)
     if args.command == "settings":
-        from attnbook import settings
-
         print(settings.table())
         return 0
     if args.command == "release":

@@ -81,12 +81,11 @@ def _grader() -> str:
     _digest_files(digest, ROOT, [p for p in HERE.rglob("*") if p.is_file() and p.suffix in _CONFIG_SUFFIXES
                                  and not set(p.relative_to(HERE).parts) & set(_NOT_GRADING)])
     _digest_files(digest, ROOT, [ROOT / "tools" / "book_assets.py"])
-    grading = [s.name for s in settings.SETTINGS if s.name.startswith("ATTNBOOK_GRADING_")]
     key = {
         "versions": [attnbook.__version__, sys.version, torch.__version__, nbgrader.__version__,
                      nbconvert.__version__, nbformat.__version__],
         "isolation": sandbox.isolation(),
-        "settings": [(name, str(settings.value(name))) for name in grading],  # the limits in force
+        "settings": [(s.name, str(s.read())) for s in settings.GRADING],  # the limits in force
     }
     digest.update(json.dumps(key, sort_keys=True).encode())
     return digest.hexdigest()

@@ -22,6 +22,8 @@ import intake  # noqa: E402
 import submission  # noqa: E402
 from nbgrader_run import Nbgrader  # noqa: E402
 
+STATUS_CHARS = 200  # of the message in a grading error's status (the traceback goes to the log)
+
 
 def grade_one(job: tuple[str, str, str]) -> dict:
     """Grade one submission (in a judge process of its own); returns its results, never raises.
@@ -74,7 +76,7 @@ def judge_failed(job: tuple[str, str, str], failure) -> dict:
 
 def grading_error(result: dict, step: str, err: BaseException) -> None:
     """Note in ``result`` that ``step`` failed for it: in its status, and the traceback in its log."""
-    note = f"grading error: {step} ({type(err).__name__}: {str(err)[:200]})"
+    note = f"grading error: {step} ({type(err).__name__}: {str(err)[:STATUS_CHARS]})"
     result["status"] = note if result["status"] == "ok" else f"{result['status']}; {note}"
     result["log"] = result.get("log", "") + f"{step}:\n{traceback.format_exc()}"
 
@@ -98,7 +100,8 @@ def judge_all(jobs_list: list, jobs: int, graded: list[str], nbgrader: Nbgrader,
     generating = threading.Thread(target=generate)
     generating.start()
     limits = sandbox.limits()
-    outcomes = pool.run_each(grade_one, jobs_list, workers=jobs, budget=limits["submission_seconds"] + 120,
+    budget = limits["submission_seconds"] + limits["judge_grace_seconds"]
+    outcomes = pool.run_each(grade_one, jobs_list, workers=jobs, budget=budget,
                              memory_bytes=int(limits["judge_memory_gib"] * 2**30))
     generating.join()
     if failed:  # the grader itself is broken: no grades.csv

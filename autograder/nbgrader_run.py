@@ -75,10 +75,10 @@ def gradebook_url(state: Path) -> str:
     """The gradebook's database URL: ``ATTNBOOK_GRADEBOOK`` (a class on a server database sets it), else a
     SQLite file in the state folder. The one home of this default: ``nbgrader_config.py`` uses it too.
 
-    >>> gradebook_url(Path("/s")) == (settings.value("ATTNBOOK_GRADEBOOK") or "sqlite:////s/gradebook.db")
+    >>> gradebook_url(Path("/s")) == (settings.GRADEBOOK.read() or "sqlite:////s/gradebook.db")
     True
     """
-    return str(settings.text("ATTNBOOK_GRADEBOOK") or f"sqlite:///{state / 'gradebook.db'}")
+    return settings.GRADEBOOK.read() or f"sqlite:///{state / 'gradebook.db'}"
 
 
 def scripts_path() -> str:

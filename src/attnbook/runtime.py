@@ -35,7 +35,7 @@ def get_device(prefer: str | None = None) -> torch.device:
     >>> get_device("cpu")
     device(type='cpu')
     """
-    choice = settings.text("ATTNBOOK_DEVICE") or prefer
+    choice = settings.DEVICE.read() or prefer
     if choice:
         device = torch.device(choice)
         if device.type == "cuda" and not torch.cuda.is_available():

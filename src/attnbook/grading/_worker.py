@@ -1,6 +1,7 @@
 """The student's side of grading: run a submission's cells, then the calls the judge asks for.
 
-Started by the judge inside the sandbox as ``python -I _worker.py``, beside copies
+Started by the judge inside the sandbox as ``python -I _worker.py --processes N`` (N: the
+process cap, :data:`_wire.PROCESSES_FLAG`; without it, outside bubblewrap, none), beside copies
 of ``_wire.py``, ``_refuse.py`` and ``_cells.py``; it never sees the judge's code, the
 references of the part being judged, or any file of the course. The process imports torch once
 (the *host*), then forks one child per graded part:
@@ -33,10 +34,6 @@ import types
 import warnings
 from typing import TYPE_CHECKING
 
-if "ATTNBOOK_GRADING_PROCESSES" in os.environ:  # in the sandbox: its user namespace counts only its processes
-    _cap = int(os.environ["ATTNBOOK_GRADING_PROCESSES"])
-    resource.setrlimit(resource.RLIMIT_NPROC, (_cap, _cap))
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch
@@ -49,13 +46,16 @@ else:
     import _refuse
     import _wire
 
+if _wire.PROCESSES_FLAG in sys.argv[1:]:  # in the sandbox, whose user namespace counts only its own processes
+    _cap = int(sys.argv[sys.argv.index(_wire.PROCESSES_FLAG) + 1])
+    resource.setrlimit(resource.RLIMIT_NPROC, (_cap, _cap))
+
 PROTOCOL_IN, PROTOCOL_OUT = os.dup(0), os.dup(1)
 _null = os.open(os.devnull, os.O_RDWR)
 for _fd in (0, 1, 2):
     os.dup2(_null, _fd)
 
 MODULE_METHODS = {"eval", "train", "double", "float", "to", "requires_grad_", "zero_grad"}
-WARNINGS_KEPT, WARNING_CHARS = 20, 500  # what a call's reply carries of its warnings
 
 
 class Package(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -79,7 +79,7 @@ class Package(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def _error(err: BaseException) -> dict:
     message = str(err)
     memory = isinstance(err, MemoryError) or "can't allocate memory" in message
-    return {"type": type(err).__name__, "message": message[:2000], "memory": memory,
+    return {"type": type(err).__name__, "message": message[:_wire.ERROR_CHARS], "memory": memory,
             "reference": message if isinstance(err, _refuse.ReferenceCalled) else None,
             "not_implemented": isinstance(err, NotImplementedError), "line": _cells.student_line(err.__traceback__)}
 
@@ -124,7 +124,8 @@ def call(request: dict, handles: dict) -> dict:
             return {"error": _error(err)}
     reply.update(args=_wire.encode(list(args), handles=handles), kwargs=_wire.encode(kwargs, handles=handles),
                  rng=_wire.encode(torch.get_rng_state()),
-                 warnings=sorted({str(w.message)[:WARNING_CHARS] for w in caught[:10 * WARNINGS_KEPT]})[:WARNINGS_KEPT])
+                 warnings=sorted({str(w.message)[:_wire.NOTE_CHARS]
+                                  for w in caught[:10 * _wire.NOTES_KEPT]})[:_wire.NOTES_KEPT])
     return reply
 
 

@@ -4,9 +4,10 @@ A student installs ``attnbook`` and could read every case it holds, so a part's
 module keeps its visible cases and its case makers (neither is secret) and the
 hidden cases' parameters live in ``autograder/hidden/<chapter>.py``, one
 dictionary ``HIDDEN`` per chapter package from part name to cases. They are
-found in ``$ATTNBOOK_HIDDEN_CASES`` (a folder; ``make grade`` sets it to its
-own ``autograder/hidden`` unless it is set) or, without it, in the ``autograder/hidden`` of the
-checkout this package is imported from. Where neither is there (a student's
+found in ``$ATTNBOOK_HIDDEN_CASES`` (a folder), else in the folder the grader
+named with :func:`default_to` (``make grade``: its own ``autograder/hidden``),
+else in the ``autograder/hidden`` of the checkout this package is imported
+from. Where none is there (a student's
 installed package), :func:`find` answers ``None`` and ``check_x(f, points=N)``
 grades the visible cases only. Where the folder is there, a part missing from
 it is an error: grading never falls back to the visible cases by accident.
@@ -29,22 +30,29 @@ from .. import settings
 if TYPE_CHECKING:
     from .engine import Case, Part
 
-ENV = "ATTNBOOK_HIDDEN_CASES"
 # The checkout's own folder: src/attnbook/grading/hidden_cases.py -> the repository root.
 CHECKOUT = Path(__file__).resolve().parents[3] / "autograder" / "hidden"
 _LOADED: dict[Path, ModuleType] = {}
+_DEFAULT: list[Path] = []  # the grader's own folder (default_to), read where ATTNBOOK_HIDDEN_CASES is unset
+
+
+def default_to(path: Path) -> None:
+    """Read the hidden cases from ``path`` where ``ATTNBOOK_HIDDEN_CASES`` is unset, in this process and the
+    judges it forks: ``make grade`` names its own ``autograder/hidden``, whatever checkout the package is from."""
+    _DEFAULT[:] = [path]
 
 
 def folder() -> Path | None:
     """The folder of the instructor's hidden cases, or ``None`` where there is none (a student's install)."""
-    given = settings.text(ENV)
-    if given:
-        path = Path(given)
-        if not path.is_dir():
-            raise FileNotFoundError(f"{ENV}={given!r} should name the folder of the hidden cases "
-                                    "(autograder/hidden in the course's repository); there is no such folder")
-        return path.resolve()
-    return CHECKOUT if CHECKOUT.is_dir() else None
+    given = settings.HIDDEN_CASES.read()
+    path = given if given is not None else _DEFAULT[0] if _DEFAULT else None
+    if path is None:
+        return CHECKOUT if CHECKOUT.is_dir() else None
+    if not path.is_dir():
+        named = f"{settings.HIDDEN_CASES.name}={str(path)!r}" if given is not None else f"the grader's {str(path)!r}"
+        raise FileNotFoundError(f"{named} should name the folder of the hidden cases (autograder/hidden in the "
+                                "course's repository); there is no such folder")
+    return path.resolve()
 
 
 def chapter_of(part: Part) -> str | None:

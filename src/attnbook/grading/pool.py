@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+WHY_CHARS = 300  # of the last line of a failed job's traceback, its one-line reason
+
 
 @dataclass
 class Failure:
@@ -64,7 +66,7 @@ def _ended(out: Path, status: int) -> dict | Failure:
         pass
     log = out.with_suffix(".log").read_text() if out.with_suffix(".log").exists() else ""
     if log:
-        return Failure(log.strip().splitlines()[-1][:300], log)
+        return Failure(log.strip().splitlines()[-1][:WHY_CHARS], log)
     code = os.waitstatus_to_exitcode(status)
     if code == -signal.SIGKILL:
         return Failure("the judge was killed (out of memory?)")

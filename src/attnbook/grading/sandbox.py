@@ -36,10 +36,12 @@ import tempfile
 from pathlib import Path
 
 from .. import settings
-from . import _cgroups
+from . import _cgroups, _wire
 
 WORKER = "/opt/attnbook-worker"  # the worker's two files, read-only, as it sees them
 SWEPT = Path(tempfile.gettempdir()) / "attnbook-sandboxes"  # the host's sandbox folders, one per submission
+LARGEST_FILE = 1 << 28  # bytes: one file the worker writes (RLIMIT_FSIZE); /tmp and /dev/shm hold them all
+REMOVE_SECONDS = 600  # chmod -R, then rm -rf, of a sandbox folder: each is stopped after this long
 
 def limits() -> dict[str, float]:
     """Every grading limit in force, by its short name (``ATTNBOOK_GRADING_PART_SECONDS`` is ``part_seconds``)."""
@@ -67,7 +69,7 @@ def apply_limits(group: _cgroups.Cgroup | None = None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     cpu = int(lim["cpu_seconds"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (2**28, 2**28))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (LARGEST_FILE, LARGEST_FILE))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
@@ -81,7 +83,7 @@ def new_cgroup() -> _cgroups.Cgroup | None:
 def isolation() -> str:
     """``"bubblewrap"`` if it runs here, else ``"none"`` (limits and process group only)."""
     bwrap = shutil.which("bwrap")
-    if bwrap is None or settings.text("ATTNBOOK_GRADING_SANDBOX") == "none":
+    if bwrap is None or settings.GRADING_SANDBOX.read() == "none":
         return "none"
     probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "--uid", "65534",
                             "--die-with-parent", "true"], capture_output=True)
@@ -98,16 +100,16 @@ def refusal(strict: bool = False) -> str | None:
     """
     if isolation() == "bubblewrap":
         return None
-    opted_out = settings.text("ATTNBOOK_GRADING_SANDBOX") == "none"
+    opted_out, off = settings.GRADING_SANDBOX.read() == "none", f"{settings.GRADING_SANDBOX.name}=none"
     if opted_out and not strict:
         return None
     if opted_out:
-        return ("ATTNBOOK_GRADING_SANDBOX=none turns the sandbox off, and these submissions include hostile ones "
+        return (f"{off} turns the sandbox off, and these submissions include hostile ones "
                 "that attack the machine they run on (they rewrite attnbook's source, for one): unset it")
     return ("bubblewrap (bwrap) is not installed or cannot run here, so the students' code would run as you, "
             "free to read and change every file you can: the course, the gradebook, other students' work. "
             "Install it (Debian and Ubuntu: apt install bubblewrap) and grade again"
-            + ("" if strict else "; to grade trusted notebooks without it, set ATTNBOOK_GRADING_SANDBOX=none"))
+            + ("" if strict else f"; to grade trusted notebooks without it, set {off}"))
 
 
 def _visible() -> list[Path]:
@@ -144,9 +146,8 @@ def worker_command(workdir: Path, hidden: list[Path], python: str = sys.executab
             "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", "/tmp",
             "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "IPYTHONDIR", "/tmp/.ipython",
-            "--setenv", "ATTNBOOK_GRADING_PROCESSES", str(int(limits()["processes"])),
             "--remount-ro", "/dev", "--remount-ro", "/",
-            "--", python, "-I", f"{WORKER}/_worker.py"]
+            "--", python, "-I", f"{WORKER}/_worker.py", _wire.PROCESSES_FLAG, str(int(limits()["processes"]))]
     return cmd, "/"
 
 
@@ -179,7 +180,7 @@ def remove_tree(path: Path) -> bool:
         return True
     for command in (["chmod", "-R", "u+rwx", "--", str(path)], ["rm", "-rf", "--one-file-system", "--", str(path)]):
         try:
-            subprocess.run(command, capture_output=True, timeout=600)
+            subprocess.run(command, capture_output=True, timeout=REMOVE_SECONDS)
         except (OSError, subprocess.SubprocessError):
             pass
     return not os.path.lexists(path)
@@ -216,7 +217,8 @@ def describe() -> dict[str, str]:
              "the rest read-only" if isolation() == "bubblewrap" else "the host's disk (no sandbox)")
     return {"isolation": isolation(), "memory": memory, "processes": processes, "files": files,
             "time": (f"{lim['part_seconds']:g} s a part, {lim['submission_seconds']:g} s a submission (wall clock), "
-                     f"{lim['cpu_seconds']:g} CPU-s a part"),
+                     f"{lim['cpu_seconds']:g} CPU-s a part; its judge is killed {lim['judge_grace_seconds']:g} s "
+                     "past the submission's time"),
             "output": (f"replies of at most {lim['frame_mib']:g} MiB, feedback of at most "
                        f"{lim['output_chars']:g} characters a part; judge: {lim['judge_memory_gib']:g} GiB")}
 
