@@ -379,6 +379,20 @@ def test_completion_samples_from_the_model_conditionals():
     assert torch.equal(greedy[0, 3:], logits[3:].argmax(dim=-1))  # each pixel the argmax given the ones before
 
 
+def test_completion_with_the_cache_draws_what_the_whole_prefix_draws():
+    """complete() keeps a KV cache; the loop that runs the model on the whole prefix at every pixel,
+    in float64 and with the same generator, draws the same pixels."""
+    model = _tiny_gpt().double()
+    images = torch.randint(0, 8, (5, 4, 5), generator=_gen())
+    done = complete(model, images, rows_kept=1, generator=_gen(3))
+    canvas, g = to_sequence(images).clone(), _gen(3)  # (5, 20)
+    with torch.no_grad():
+        for t in range(5, 20):
+            probs = torch.softmax(model(canvas[:, : t + 1])[:, t], dim=-1)  # (5, 8)
+            canvas[:, t] = torch.multinomial(probs, 1, generator=g)[:, 0]
+    assert torch.equal(done, canvas.view(5, 4, 5))
+
+
 def test_sample_images_shapes():
     model = _tiny_gpt()
     out = sample_images(model, 3, generator=_gen())

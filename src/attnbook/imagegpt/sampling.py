@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from attnbook._checks import int_in_range, positive_int, token_ids
-from attnbook.gpt import next_token_probs
+from attnbook.gpt import KVCache, next_token_probs
 
 from .model import ImageGPT, bits_per_dim
 from .pixelcnn import PixelCNN
@@ -147,16 +147,37 @@ def complete(
     was_training = model.training
     model.eval()
     try:
-        for t in range(rows_kept * W, H * W):
-            if isinstance(model, ImageGPT):
-                last = model(canvas[:, : t + 1])[:, t]  # (B, V): sees canvas[:, :t] only
-            else:
+        if isinstance(model, ImageGPT):
+            _fill_with_cache(model, canvas, rows_kept * W, temperature, generator)
+        else:  # a PixelCNN scores every pixel at once: run it on the whole canvas each step
+            for t in range(rows_kept * W, H * W):
                 last = model(canvas.view(B, H, W))[:, t // W, t % W]  # (B, V)
-            probs = next_token_probs(last, temperature)  # (B, V)
-            canvas[:, t] = torch.multinomial(probs, 1, generator=generator)[:, 0]
+                probs = next_token_probs(last, temperature)  # (B, V)
+                canvas[:, t] = torch.multinomial(probs, 1, generator=generator)[:, 0]
     finally:
         model.train(was_training)
     return canvas.view(B, H, W)  # (B, H*W) -> (B, H, W)
+
+
+def _fill_with_cache(model: ImageGPT, canvas: torch.Tensor, first: int, temperature: float,
+                     generator: torch.Generator | None) -> None:
+    """Sample ``canvas[:, first:]`` (B, T) in place, in raster order, one pixel per step of the GPT.
+
+    The GPT reads the start token and then the pixels shifted by one, so its
+    output at position ``t`` scores pixel ``t``; a :class:`~attnbook.gpt.KVCache`
+    keeps every block's keys and values, and each step runs only the pixel just
+    drawn: the same logits as running the whole prefix again (chapter 4's
+    cache), at one position's cost instead of ``t``'s.
+    """
+    V, T = model.config.vocab_size, canvas.shape[1]
+    cache = KVCache(model.config.n_layer)
+    inputs = model._inputs(canvas)  # (B, T): start token, then pixels 0 .. T - 2
+    logits, _ = model.gpt(inputs[:, : first + 1], cache=cache)  # (B, first + 1, V + 1)
+    for t in range(first, T):
+        probs = next_token_probs(logits[:, -1, :V], temperature)  # (B, V): pixel t given pixels < t
+        canvas[:, t] = torch.multinomial(probs, 1, generator=generator)[:, 0]
+        if t + 1 < T:
+            logits, _ = model.gpt(canvas[:, t : t + 1], cache=cache)  # (B, 1, V + 1): scores pixel t + 1
 
 
 def sample_images(
