@@ -18,6 +18,7 @@ from attnbook.grading.transformer import (
     loss,
     masks,
     mha,
+    noam,
     params,
     prenorm,
     sdpa,
@@ -221,5 +222,17 @@ HIDDEN = {
         # log_probs.view(-1) fails on a transposed view; reshape and flatten copy when they must
         Case("log-probabilities that are a transposed view", beam._case(105, 4, 6, 5, strided=True)),
         Case("every extension kept", beam._case(106, 2, 2, 4)),
+    ),
+    "check_noam_lr": (
+        Case("the paper's big model, long training",
+             noam._ints(1024, 8000, (1, 7, 2500, 7999, 8000, 8001, 30_000, 10**6, 10**7)), weight=2.0),
+        Case("no warm-up (warmup 1)", noam._ints(96, 1, (1, 2, 3, 17, 1000))),
+        Case("a narrow model, a short warm-up", noam._ints(6, 3, range(1, 12))),
+        Case("step 0, before the first update", noam._ints(1024, 8000, (0,))),
+        Case("a tensor of one step (0-dim)", noam._tensor(301, (), 9000, 320, 1200)),
+        # .view(-1) fails on a transposed view; reshape and flatten copy when they must
+        Case("a transposed view of steps", noam._tensor(302, (5, 7), 700, 48, 250, strided=True), weight=2.0),
+        Case("int32 steps, three axes", noam._tensor(303, (2, 3, 4), 5000, 768, 1500, dtype=torch.int32)),
+        Case("a long range of steps", noam._tensor(304, (), 30_000, 200, 3000, arange=True)),
     ),
 }

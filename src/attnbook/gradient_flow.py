@@ -1,4 +1,4 @@
-"""How far a gradient reaches back: through an unrolled recurrent cell, and to each source position.
+"""How far a gradient reaches back: through an unrolled recurrent cell, to each source position, to each block.
 
 Chapter 1 measures the vanishing gradient twice:
 
@@ -9,13 +9,20 @@ Chapter 1 measures the vanishing gradient twice:
   every source position of an :class:`attnbook.rnn.Seq2Seq`, with or without
   attention (the gradient shortcut of section 3).
 
-Both read the gradients of intermediate tensors with ``retain_grad``; neither
-changes the model's weights (their ``.grad`` is filled, as by any backward).
-Sibling modules: :mod:`attnbook.rnn` and :mod:`attnbook.rnn_blocks` (the
-models), :mod:`attnbook.seq2seq` (the loss).
+Both read the gradients of intermediate tensors with ``retain_grad``. Chapter 2
+measures a weight's gradient instead: :func:`block_gradient_norms` returns
+``||dL/dW_2||`` of the feed-forward network of every encoder and decoder block
+of an :class:`attnbook.transformer.Transformer`, which at initialisation grows
+towards the output in a post-norm stack and not in a pre-norm one (Xiong et
+al., *On Layer Normalization in the Transformer Architecture*, 2020, figure 3).
+None of them changes the model's weights (their ``.grad`` is filled, as by any
+backward). Sibling modules: :mod:`attnbook.rnn` and :mod:`attnbook.rnn_blocks`
+(the models), :mod:`attnbook.seq2seq` (the loss).
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 import torch
 from torch import nn
@@ -23,8 +30,9 @@ from torch import nn
 from attnbook._checks import positive_int
 from attnbook.rnn import Seq2Seq
 from attnbook.seq2seq import seq2seq_loss
+from attnbook.transformer import DecoderBlock, EncoderBlock, Transformer
 
-__all__ = ["gradient_through_time", "source_gradient_norms"]
+__all__ = ["gradient_through_time", "source_gradient_norms", "block_gradient_norms"]
 
 
 def gradient_through_time(cell: nn.RNNCellBase, T: int = 80, batch: int = 32, input_size: int = 16) -> torch.Tensor:
@@ -89,3 +97,29 @@ def source_gradient_norms(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor) 
     grad = captured[0].grad  # (B, S, E)
     assert grad is not None  # the loss depends on every source embedding
     return grad.norm(dim=-1).mean(0)  # (S,): per source position
+
+
+def block_gradient_norms(model: Transformer, batch: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``||dL/dW_2||`` of every block's feed-forward output matrix, for the teacher-forced loss of ``batch``.
+
+    ``batch = (src, tgt)`` as :func:`attnbook.seq2seq.seq2seq_loss` takes it.
+    Returns ``{"encoder": (L_enc,), "decoder": (L_dec,)}``, first block first;
+    ``W_2`` is ``ffn.fc2.weight``, the matrix Xiong et al. (2020) follow. The
+    model's ``.grad`` is cleared first, so the norms are of this loss alone.
+
+    >>> from attnbook.transformer import TransformerConfig
+    >>> _ = torch.manual_seed(0)
+    >>> cfg = TransformerConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8, num_decoder_layers=3)
+    >>> norms = block_gradient_norms(Transformer(cfg), (torch.tensor([[4, 5]]), torch.tensor([[1, 6, 2]])))
+    >>> norms["encoder"].shape, norms["decoder"].shape
+    (torch.Size([1]), torch.Size([3]))
+    """
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be an attnbook.transformer.Transformer, got {type(model).__name__}")
+    model.zero_grad(set_to_none=True)
+    seq2seq_loss(model, batch).backward()
+    norms = {}
+    for side, blocks in (("encoder", model.encoder_layers), ("decoder", model.decoder_layers)):
+        grads = [cast(EncoderBlock | DecoderBlock, block).ffn.fc2.weight.grad for block in blocks]
+        norms[side] = torch.stack([g.norm() if g is not None else torch.tensor(0.0) for g in grads]).detach()
+    return norms

@@ -8,7 +8,11 @@ They work for chapter 1's recurrent :class:`attnbook.rnn.Seq2Seq` and chapter
   split at once), and :class:`LengthBuckets` cuts them into shuffled batches of
   similar lengths;
 * :func:`seq2seq_loss` is the teacher-forced cross-entropy, shaped to be
-  :func:`attnbook.train.fit`'s ``loss_fn``;
+  :func:`attnbook.train.fit`'s ``loss_fn``, with optional label smoothing
+  (PyTorch's fused ``F.cross_entropy``); :func:`label_smoothed_cross_entropy`
+  is the same loss written out, the teachable path beside the fast one, and
+  :func:`calibration` measures how confident a trained model is and how
+  well its confidence matches its accuracy;
 * :func:`exact_match`, :func:`accuracy_by_length` (:func:`accuracy_table` for a
   printed table) and :func:`translate` score and run greedy decoding, through each model's own ``greedy_decode``
   (:func:`attnbook.rnn.greedy_decode`, :func:`attnbook.transformer.greedy_decode`);
@@ -32,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from attnbook import rnn, transformer
-from attnbook._checks import positive_int, token_ids
+from attnbook._checks import an_int, float_tensor, number_in, positive_int, token_ids
 
 if TYPE_CHECKING:  # annotations only: importing attnbook.data here would load the data package
     from attnbook.data.vocab import CharVocab
@@ -47,6 +51,9 @@ __all__ = [
     "encode_split",
     "LengthBuckets",
     "seq2seq_loss",
+    "label_smoothed_cross_entropy",
+    "Calibration",
+    "calibration",
     "exact_match",
     "LengthBucket",
     "accuracy_by_length",
@@ -209,11 +216,15 @@ class LengthBuckets:
             yield self.src[index, :S], self.tgt[index, :T]  # (B, S), (B, T)
 
 
-def seq2seq_loss(model: Model, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+def seq2seq_loss(
+    model: Model, batch: tuple[torch.Tensor, torch.Tensor], *, label_smoothing: float = 0.0
+) -> torch.Tensor:
     """Teacher-forced cross-entropy of ``batch = (src, tgt)``, ``tgt`` = BOS + ids + EOS (padded).
 
     The model reads ``tgt[:, :-1]`` and predicts ``tgt[:, 1:]``; padding is not
-    scored. Shaped to be :func:`attnbook.train.fit`'s ``loss_fn``.
+    scored. Shaped to be :func:`attnbook.train.fit`'s ``loss_fn``; with
+    ``label_smoothing=epsilon`` (``functools.partial`` makes it a ``loss_fn``)
+    each target is smoothed as :func:`label_smoothed_cross_entropy` says.
 
     >>> _ = torch.manual_seed(0)
     >>> batch = (torch.tensor([[4, 5]]), torch.tensor([[1, 6, 2]]))  # src (1, 2), tgt (1, 3)
@@ -231,11 +242,126 @@ def seq2seq_loss(model: Model, batch: tuple[torch.Tensor, torch.Tensor]) -> torc
     token_ids("tgt", tgt, model.config.tgt_vocab_size, dim=2)
     if tgt.shape[1] < 2:
         raise ValueError(f"tgt must hold BOS and at least one more token per row, got shape {tuple(tgt.shape)}")
+    number_in("label_smoothing", label_smoothing, 0, 1, "[]")
     logits = model(src, tgt[:, :-1])  # (B, T-1, V)
     return F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]),  # (B (T-1), V)
         tgt[:, 1:].reshape(-1),  # (B (T-1),)
         ignore_index=model.config.pad_id,
+        label_smoothing=label_smoothing,
+    )
+
+
+def label_smoothed_cross_entropy(
+    logits: torch.Tensor, targets: torch.Tensor, epsilon: float, ignore_index: int = -100
+) -> torch.Tensor:
+    """Cross-entropy against targets smoothed towards uniform, averaged over the targets not ignored.
+
+    Each target ``y`` becomes the distribution ``(1 - epsilon)`` on ``y`` plus
+    ``epsilon / V`` on every one of the ``V`` classes, ``y`` included (Szegedy
+    et al. 2016, and PyTorch's ``F.cross_entropy(..., label_smoothing=epsilon)``,
+    which gives the same numbers). Its cross-entropy with the model's ``p`` is
+
+        ``(1 - epsilon) * -log p[y] + epsilon * mean over v of -log p[v]``.
+
+    ``logits`` (..., V), classes on the last axis; ``targets`` (...) holds
+    class ids, or ``ignore_index`` where nothing is scored (padding). Returns a
+    0-dim tensor in nats, in ``logits``' dtype (``nan`` if every target is
+    ignored, as in PyTorch). Probabilities (1/2, 1/4, 1/4), target 0:
+
+    >>> logits = torch.tensor([[0.5, 0.25, 0.25], [1.0, 2.0, 3.0]]).log()
+    >>> targets = torch.tensor([0, -100])                       # the second is ignored
+    >>> round(label_smoothed_cross_entropy(logits, targets, 0.0).item(), 4)  # ln 2
+    0.6931
+    >>> round(label_smoothed_cross_entropy(logits, targets, 0.3).item(), 4)  # 0.7 ln 2 + 0.3 (5/3) ln 2
+    0.8318
+    """
+    float_tensor("logits", logits)
+    if logits.dim() < 1 or logits.shape[-1] < 1:
+        raise ValueError(f"logits must have shape (..., V) with V >= 1, got {tuple(logits.shape)}")
+    token_ids("targets", targets)
+    if targets.shape != logits.shape[:-1]:
+        raise ValueError(
+            f"targets must have the shape of logits without its last axis, {tuple(logits.shape[:-1])}, "
+            f"got {tuple(targets.shape)}"
+        )
+    number_in("epsilon", epsilon, 0, 1, "[]")
+    an_int("ignore_index", ignore_index)
+    V = logits.shape[-1]
+    keep = targets != ignore_index  # (...)
+    if bool(((targets[keep] < 0) | (targets[keep] >= V)).any()):
+        raise ValueError(f"targets must be class ids in 0 .. {V - 1} or ignore_index={ignore_index}")
+    log_p = logits.log_softmax(dim=-1)  # (..., V)
+    nll = -log_p.gather(-1, targets.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)  # (...): -log p[y]
+    uniform = -log_p.mean(dim=-1)  # (...): the cross-entropy with the uniform distribution
+    per_target = (1 - epsilon) * nll + epsilon * uniform  # (...)
+    return per_target[keep].mean()
+
+
+class Calibration(NamedTuple):
+    """What :func:`calibration` measures over the scored target tokens (padding excluded)."""
+
+    nll: float  # mean -ln p(y_t | y_<t, x): the loss without smoothing, in nats
+    accuracy: float  # share of tokens whose most probable class is the target (teacher forcing)
+    confidence: float  # mean of the largest probability, whether it is right or not
+    ece: float  # expected calibration error: sum over confidence bins of share * |accuracy - confidence|
+
+
+@torch.no_grad()
+def calibration(
+    model: Model, src: torch.Tensor, tgt: torch.Tensor, *, bins: int = 10, batch_size: int = 1000
+) -> Calibration:
+    """How sure a model is of each next token, and how well that matches how often it is right.
+
+    Teacher-forced over ``src`` (N, S) and ``tgt`` (N, T) as :func:`seq2seq_loss`
+    reads them. Each scored token has a confidence, the largest probability of
+    its prediction, and is right or wrong; a well calibrated model is right on
+    80 % of the tokens it gives 0.8. The expected calibration error groups the
+    tokens into ``bins`` equal-width bins of confidence and averages
+    ``|accuracy - confidence|`` over them, weighted by their share of the
+    tokens (Guo et al., *On Calibration of Modern Neural Networks*, 2017). Runs
+    in eval mode and restores the model's mode.
+
+    >>> _ = torch.manual_seed(0)
+    >>> tf = Transformer(TransformerConfig.preset("tiny", src_vocab_size=8, tgt_vocab_size=8))
+    >>> src, tgt = torch.tensor([[4, 5], [6, 0]]), torch.tensor([[1, 6, 2], [1, 2, 0]])
+    >>> c = calibration(tf, src, tgt)
+    >>> 0 <= c.accuracy <= 1 and 1 / 8 <= c.confidence <= 1 and c.nll > 0
+    True
+    """
+    _check_model(model)
+    token_ids("src", src, model.config.src_vocab_size, dim=2)
+    token_ids("tgt", tgt, model.config.tgt_vocab_size, dim=2)
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(f"src and tgt must hold the same number of examples, got {src.shape[0]} and {tgt.shape[0]}")
+    positive_int("bins", bins)
+    positive_int("batch_size", batch_size)
+    pad = model.config.pad_id
+    device = next(model.parameters()).device
+    nll, confidence, right = [], [], []
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, src.shape[0], batch_size):
+            s, t = src[start : start + batch_size].to(device), tgt[start : start + batch_size].to(device)
+            log_p = model(s, t[:, :-1]).float().log_softmax(dim=-1)  # (b, T-1, V)
+            y = t[:, 1:]  # (b, T-1)
+            keep = y != pad
+            top, guess = log_p.max(dim=-1)  # (b, T-1) each
+            nll.append(-log_p.gather(-1, y.unsqueeze(-1)).squeeze(-1)[keep].cpu())
+            confidence.append(top.exp()[keep].cpu())
+            right.append((guess == y)[keep].cpu())
+    finally:
+        model.train(was_training)
+    conf, hit = torch.cat(confidence).double(), torch.cat(right).double()  # (n,) each
+    which = (conf * bins).long().clamp(max=bins - 1)  # (n,): the bin of each token
+    count = torch.bincount(which, minlength=bins).double()  # (bins,)
+    gap = (torch.bincount(which, hit, minlength=bins) - torch.bincount(which, conf, minlength=bins)).abs()
+    return Calibration(
+        nll=float(torch.cat(nll).double().mean()),
+        accuracy=float(hit.mean()),
+        confidence=float(conf.mean()),
+        ece=float(gap.sum() / count.sum()),
     )
 
 

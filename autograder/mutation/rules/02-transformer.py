@@ -126,4 +126,16 @@ RULES = {
         ("the parent is the beam extended", "order // V, order % V", "order % K, order % V"),
         ("the token of the extension", "order // V, order % V", "order // V, order // K"),
     ],
+    "noam_solution": [
+        ("the smaller of the two terms", "torch.minimum(", "torch.maximum("),
+        ("the warm-up term step * warmup ** -1.5", "s * warmup ** -1.5", "s * warmup ** -0.5"),
+        ("the decay term step ** -0.5", "s.rsqrt(), s", "s.sqrt(), s"),
+        ("scaled by d_model ** -0.5", "rate = d_model ** -0.5 *", "rate = d_model ** 0.5 *"),
+        ("step counted from 1, as given", "torch.as_tensor(step, dtype", "torch.as_tensor(step + 1, dtype"),
+        ("0.0 at step 0", "dtype=torch.float64)\n", "dtype=torch.float64).clamp(min=1)\n"),
+        ("the arguments in the order (step, d_model, warmup)", "def noam_lr(step, d_model, warmup):",
+         "def noam_lr(step, warmup, d_model):"),
+        ("a Python float for an int step", "return rate.item()", "return rate"),
+        ("a tensor of step's shape for a tensor of steps", "return rate.float()", "return rate.float().flatten()"),
+    ],
 }

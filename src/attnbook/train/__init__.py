@@ -24,21 +24,23 @@ comes from ``tqdm.auto``: in Jupyter it is a widget (no stream at all); in a
 terminal, a script or a test it is text, written to ``sys.stdout`` unless
 ``progress_file`` says otherwise.
 
-Modules: :mod:`.loop` (:func:`fit`), :mod:`.decay` (:func:`decay_groups`), :mod:`.schedule` (:func:`lr_factor`),
-:mod:`.batches` (:func:`to_device`), :mod:`.history` (:class:`History`,
-:class:`Snapshots`), :mod:`.evaluation` (:func:`evaluate`, :func:`accuracy`).
+Modules: :mod:`.loop` (:func:`fit`), :mod:`.decay` (:func:`decay_groups`), :mod:`.schedule` (:func:`lr_factor`,
+and the paper's :func:`noam_lr`), :mod:`.adam` (:func:`adam_update_rms`, :func:`noise_update_rms`: the size of
+Adam's first updates, the reason for a warmup), :mod:`.batches` (:func:`to_device`), :mod:`.history`
+(:class:`History`, :class:`Snapshots`), :mod:`.evaluation` (:func:`evaluate`, :func:`accuracy`).
 Sibling modules: :mod:`attnbook.plots` draws a :class:`History` with
 ``training_curves``; :mod:`attnbook.runtime` picks devices and seeds.
 References: Loshchilov & Hutter, *Decoupled Weight Decay Regularization*
 (AdamW, 2019); the warmup + cosine schedule follows karpathy/nanoGPT.
 """
 
+from .adam import adam_update_rms, noise_update_rms
 from .batches import to_device
 from .decay import decay_groups
 from .evaluation import accuracy, evaluate
 from .history import History, Snapshot, Snapshots
 from .loop import fit
-from .schedule import lr_factor
+from .schedule import lr_factor, noam_lr
 
 __all__ = ["History", "fit", "evaluate", "accuracy", "to_device", "lr_factor", "Snapshot", "Snapshots",
-           "decay_groups"]
+           "decay_groups", "noam_lr", "adam_update_rms", "noise_update_rms"]

@@ -18,9 +18,9 @@ encoder block), :mod:`.decoder`, :mod:`.loss` (the teacher-forced training
 loss), :mod:`.greedy`, then three parts that ask the student to reason:
 :mod:`.params` (the encoder block's parameter count), :mod:`.reasoning_attention`
 (choices: positions, the causal mask, padding) and :mod:`.ablation` (choices
-on the figure of the 1/sqrt(d_k) ablation), and last :mod:`.beam` (one step of
-beam search); :mod:`._common` holds what several
-of them share.
+on the figure of the 1/sqrt(d_k) ablation), :mod:`.beam` (one step of beam
+search) and last :mod:`.noam` (the paper's warm-up learning-rate schedule);
+:mod:`._common` holds what several of them share.
 """
 
 from ..fixtures import greedy_test_model
@@ -33,6 +33,7 @@ from .greedy import check_greedy_decode
 from .loss import check_translation_loss
 from .masks import check_masks
 from .mha import check_multi_head_attention
+from .noam import check_noam_lr
 from .params import check_encoder_block_params
 from .positions import check_sinusoidal_positions
 from .prenorm import check_prenorm_encoder_block
@@ -45,5 +46,5 @@ __all__ = [
     "check_sinusoidal_positions", "check_multi_head_attention", "check_encoder_block",
     "check_prenorm_encoder_block", "check_decoder_block", "check_translation_loss", "check_greedy_decode",
     "check_encoder_block_params", "check_attention_reason", "check_scaling_ablation", "check_beam_step",
-    "greedy_test_model",
+    "check_noam_lr", "greedy_test_model",
 ]
