@@ -23,11 +23,13 @@ from attnbook.grading.gpt import (
     _common,
     codec,
     decoding,
+    flops,
     loss,
     pairs,
     params,
     perplexity,
     sampling,
+    special,
     training,
     vocab_ablation,
 )
@@ -450,3 +452,103 @@ def test_the_ablation_shows_its_effects_for_every_seed(seed):
     assert english[-1] > 4.0
     assert german[-1] < 1.4 and german[-1] - german[1] < 0.15  # flat after the first merges
     assert english[-1] > 3 * german[-1]
+
+
+# ------------------------------------------------------------------ Part 11: special tokens, only when allowed
+
+
+def _special_cases() -> list[tuple]:
+    return [case.make() for case in special.check_encode_special.visible + special.check_encode_special.hidden]
+
+
+@pytest.mark.parametrize("args", _special_cases(), ids=lambda args: repr(args[0])[:30])
+def test_the_special_token_reference_is_tiktokens(args):
+    """The reference (BPETokenizer.encode) gives tiktoken's ids on every case: tiktoken loaded with the same ranks
+    and special tokens, told which special tokens to recognise and to take the others as text."""
+    text, merges, specials, *allowed = args
+    recognised = special._allowed(specials, allowed[0] if allowed else special.DEFAULT)
+    encoding = attnbook.tokenizers.BPETokenizer.from_merges(merges, None, list(specials)).to_tiktoken()
+    want = encoding.encode(text, allowed_special=set(recognised), disallowed_special=())
+    assert special._reference(text, merges, specials, allowed[0] if allowed else special.DEFAULT) == want
+    assert encoding.decode(want) == text  # nothing lost
+
+
+def test_the_special_token_cases_show_every_rule():
+    """The visible cases leave allowed_special out, give "all" and a list; merges cross the special strings in
+    them (so that a text encoded whole differs), and every rule's mistake fails one of them."""
+    visible = [case.make() for case in special.VISIBLE]
+    allowed = [args[3] for args in visible if len(args) > 3]
+    assert len(allowed) < len(visible) and "all" in allowed and any(isinstance(a, list) for a in allowed)
+    crossing = [args for args in visible if len(args) > 3 and args[3] == "all" and special.EOT in args[0]]
+    assert crossing
+    text, merges, specials, allowed = crossing[0]
+    whole = special._replaced(special._plain(text, merges), merges, specials, [special.EOT, special.PROMPT])
+    assert whole != special._reference(text, merges, specials, allowed)  # the whole text first: a wrong answer
+    hidden = [case.make() for case in special.check_encode_special.hidden]
+    assert [] in [args[3] for args in hidden if len(args) > 3]  # an empty collection: nothing recognised
+    assert any(args[0] == "" for args in hidden) and any(args[0] in special.SPECIALS for args in hidden)
+
+
+def test_the_special_token_routes_are_refused():
+    """BPETokenizer.encode with special tokens allowed and tiktoken do the whole job: refused. The plain encoder
+    (encode_chunk, which the statement offers, or BPETokenizer.encode with none allowed) is not."""
+
+    def by_the_tokenizer(text, merges, special_tokens, allowed_special="none"):
+        tok = attnbook.tokenizers.BPETokenizer.from_merges(merges, None, list(special_tokens))
+        return tok.encode(text, allowed_special=allowed_special)
+
+    def by_tiktoken(text, merges, special_tokens, allowed_special="none"):
+        enc = attnbook.tokenizers.BPETokenizer.from_merges(merges, None, list(special_tokens)).to_tiktoken()
+        return enc.encode(text, allowed_special=set(special_tokens) if allowed_special == "all" else set(),
+                          disallowed_special=())
+
+    for route in (by_the_tokenizer, by_tiktoken):
+        with pytest.raises(CheckFailed, match="calls the reference implementation"):
+            checks.check_encode_special(route)
+    plain = attnbook.tokenizers.BPETokenizer.from_merges({}, None).encode("no special here")
+    assert plain == list(b"no special here")  # the tokenizer itself stays usable: Part 9's cell trains one
+
+
+# ------------------------------------------------------------------ Part 12: the FLOPs of a forward pass
+
+
+@pytest.mark.parametrize("sizes", [case.make() for case in flops.check_forward_flops.visible]
+                         + [case.make() for case in flops.check_forward_flops.hidden])
+def test_the_flop_count_is_what_pytorch_measures_and_each_mistake_gives_another(sizes):
+    """The check's reference against FlopCounterMode over the blocks and the head of a GPT of these sizes, built
+    on the meta device (the embeddings are look-ups: no products), as the chapter's page measures."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    V, C, L, nh, nkv, T = sizes
+    config = attnbook.gpt.GPTConfig(vocab_size=V, block_size=T, n_embd=C, n_layer=L, n_head=nh, n_kv_head=nkv)
+    with torch.device("meta"):
+        model = attnbook.gpt.GPT(config)
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        x = torch.empty(1, T, C, device="meta")  # (B, T, C)
+        for block in model.h:
+            x = block(x)
+        model.lm_head(model.ln_f(x))
+    assert flops._reference(*sizes) == counter.get_total_flops() == attnbook.gpt.forward_flops(config, T)
+    first = flops.check_forward_flops.visible[0].make()
+    counts = [count for _, count in flops._mistakes(*first)]
+    assert len(set(counts)) == len(counts) and flops._reference(*first) not in counts  # each named apart
+
+
+def test_the_flop_count_refuses_the_counter_and_takes_whole_floats():
+    def measured(vocab_size, n_embd, n_layer, n_head, n_kv_head, T):  # measures instead of reasoning
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter:
+            torch.ones(T, n_embd) @ torch.ones(n_embd, vocab_size)
+        return counter.get_total_flops()
+
+    with pytest.raises(CheckFailed, match="FlopCounterMode"):
+        checks.check_forward_flops(measured)
+    for wrong, words in [(lambda *a: 1.5, "an int"), (lambda *a: "6912", "an int"),
+                         (lambda V, C, L, nh, nkv, T: flops._reference(V, C, L, nh, nkv, T) // T, "one token"),
+                         (lambda V, C, L, nh, nkv, T: flops._reference(V, C, L, nh, nkv, T) - 2 * T * C * V,
+                          "saves parameters, not work")]:
+        with pytest.raises(CheckFailed, match=words):
+            checks.check_forward_flops(wrong)
+    assert checks.check_forward_flops(lambda *a: float(flops._reference(*a)), points=2) == 2

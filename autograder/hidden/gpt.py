@@ -9,7 +9,23 @@ import torch
 
 from attnbook.grading import reasoning
 from attnbook.grading.engine import Case
-from attnbook.grading.gpt import cached_step, codec, loss, pairs, params, perplexity, sampling, training
+from attnbook.grading.gpt import (
+    cached_step,
+    codec,
+    flops,
+    loss,
+    pairs,
+    params,
+    perplexity,
+    sampling,
+    special,
+    training,
+)
+
+EOT, PROMPT = special.EOT, special.PROMPT
+# Part 11: a chat log that quotes the special strings, so that other merges cross them than the visible ones
+CHAT = (f"user: hi!{EOT}bot: hello, how are you?{EOT}user: fine.{PROMPT}bot: good.{EOT}"
+        f"user: bye!{EOT}bot: café? déjà vu.{PROMPT}") * 2
 
 HIDDEN = {
     # Part 7: other sizes than the visible ones, so that counts pasted from the visible cases fail; the
@@ -194,6 +210,44 @@ HIDDEN = {
         Case("stops when no pair is left", lambda: ("aaaa", training.N_BYTES + 10)),
         # Equivalent: `~stats[p]` (-stats[p] - 1) for `-stats[p]`, the same order; `continue` for `break`
         # once no pair is left, since every later round finds no pair either and learns nothing.
+    ),
+    # Part 11: other merges and texts than the visible ones; the edges (a special string at the start, at the end,
+    # twice in a row, alone, cut short; empty text), "none" and a tuple given, an empty collection, non-ASCII
+    # text and a third special token of non-ASCII characters
+    "check_encode_special": (
+        Case("by default a typed special string is text",
+             special._case(CHAT, 45, f"user: hi!{EOT}bot: fine.{PROMPT}user: bye!{EOT}"), weight=2.0),
+        Case("allowed_special='all': each special string its id, the text around it apart",
+             special._case(CHAT, 45, f"bot: hi, how are you?{EOT}user: good.{PROMPT}bot:{EOT}user", "all"),
+             weight=2.0),
+        # "none" and "all" as the judge's worker receives them, equal strings but not the literals' objects: the
+        # mutants `allowed_special is "all"` and `is "none"` passed the interned literals of the other cases
+        Case("allowed_special='none' given", special._case(CHAT, 25, f"bye!{EOT}{PROMPT}hello", "".join("none"))),
+        Case("allowed_special='all' given", special._case(CHAT, 25, f"hi!{PROMPT}you?", "".join("all"))),
+        Case("a tuple names the one recognised", special._case(CHAT, 25, f"fine.{EOT}good.{PROMPT}bye.", (PROMPT,))),
+        Case("an empty collection recognises none", special._case(CHAT, 25, f"you?{EOT}bot: hi", []), weight=2.0),
+        Case("special strings at the start, at the end, twice in a row",
+             special._case(CHAT, 45, f"{EOT}{PROMPT}user: hi!{EOT}{EOT}", "all"), weight=2.0),
+        Case("the text is one special string", special._case(CHAT, 25, PROMPT, "all")),
+        Case("empty text", special._case(CHAT, 25, "", "all")),
+        Case("a special string cut short is text", special._case(CHAT, 45, f"bye.<|endoftext {EOT[:-1]}", "all")),
+        Case("non-ASCII text, three special tokens, two recognised",
+             special._case(CHAT, 60, f"bot: café?<|fin|>déjà vu.{PROMPT}{EOT}", ["<|fin|>", EOT],
+                           specials=(EOT, PROMPT, "<|fin|>")), weight=2.0),
+    ),
+    # Part 12: other sizes than the visible ones, so that counts pasted from the visible cases fail; one token,
+    # the smallest GPT, a window far longer than the width, one key/value head, GPT-2 small's sizes
+    "check_forward_flops": (
+        Case("other sizes", flops._case(300, 24, 5, 6, 2, 40), weight=2.0),
+        Case("other sizes", flops._case(1000, 64, 4, 8, 8, 100), weight=2.0),
+        Case("one token", flops._case(37, 12, 2, 3, 1, 1)),
+        Case("the smallest GPT: every size 1", flops._case(2, 1, 1, 1, 1, 1)),
+        Case("a window far longer than the width", flops._case(97, 8, 3, 4, 2, 200)),
+        Case("multi-query attention: one key/value head", flops._case(128, 32, 2, 8, 1, 16)),
+        Case("GPT-2 small's sizes", flops._case(50257, 768, 12, 12, 12, 1024), weight=2.0),
+        Case("an odd width", flops._case(90, 15, 2, 5, 5, 7)),
+        # Equivalent: `n_embd / n_head` for `n_embd // n_head`, as n_head divides n_embd (GPTConfig requires it):
+        # the count is then a float of a whole value, exact below 2**53, which the check takes as the int.
     ),
     "check_cached_attention_step": (
         Case("a long cache, four heads", cached_step._case(101, 3, 4, 17, 8), weight=2.0),

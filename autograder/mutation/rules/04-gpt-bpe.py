@@ -3,10 +3,11 @@
 ``RULES[answer cell] = [(rule, old, new), ...]``: the solution cell with ``old`` (there exactly once)
 replaced by ``new``. Each must be killed by the part's checks; tests/test_mutants.py grades them.
 
-Of the reasoning parts, only Part 7 (``params_solution``, the parameter count) has rule mutants: its statement
-states rules of counting. Parts 8 and 9 (``decoding_solution``, ``vocab_reading_solution``) are answered with a
-dict of letters, and their keys are no rule the statement states (a statement that stated them would give the
-answers away): they have no rule mutants, and the visible check tells only the form.
+Of the reasoning parts, Part 7 (``params_solution``, the parameter count) and Part 12 (``flops_solution``, the
+FLOPs of a forward pass) have rule mutants: their statements state rules of counting. Parts 8 and 9
+(``decoding_solution``, ``vocab_reading_solution``) are answered with a dict of letters, and their keys are no
+rule the statement states (a statement that stated them would give the answers away): they have no rule
+mutants, and the visible check tells only the form.
 """
 
 RULES = {
@@ -149,5 +150,62 @@ RULES = {
         ("the keys and values to cache are returned", "return out, keys, values", "return out, past_k, past_v"),
         ("P may be 0: the first step", "torch.cat([past_k, k], dim=2)",
          "torch.cat([past_k, k], dim=2) if past_k.shape[2] else past_k"),
+    ],
+    "special_solution": [
+        ("by default (allowed_special='none') no special string is recognised",
+         'allowed_special="none"):', 'allowed_special="all"):'),
+        ("'all' recognises every key of special_tokens",
+         "allowed = list(special_tokens)", "allowed = []"),
+        ("a list or tuple recognises only the special strings it names",
+         "allowed = list(allowed_special)", "allowed = list(special_tokens)"),
+        ("a recognised special string becomes its id, one token",
+         "ids.append(special_tokens[s])", "ids += encode(s, merges)"),
+        ("each occurrence is recognised, not the first only",
+         "        start = i + len(s)\n", "        start = i + len(s)\n        break\n"),
+        ("the text around special tokens is encoded piece by piece: no merge crosses one",
+         "    ids, start = [], 0\n",
+         "    ids = encode(text, merges)  # the whole text, then the runs that spell a special string replaced\n"
+         "    for s in allowed:\n"
+         "        run, k = encode(s, merges), 0\n"
+         "        while k + len(run) <= len(ids):\n"
+         "            if ids[k:k + len(run)] == run:\n"
+         "                ids[k:k + len(run)] = [special_tokens[s]]\n"
+         "            k += 1\n"
+         "    return ids\n"
+         "    ids, start = [], 0\n"),
+        ("the text before a special token is encoded too: nothing is lost",
+         "ids += encode(text[start:i], merges)", "ids += []"),
+        ("a special string that is not recognised stays text: nothing is lost",
+         "return ids + encode(text[start:], merges)",
+         'return ids + encode(text[start:].replace("<|endoftext|>", ""), merges)'),
+    ],
+    "flops_solution": [
+        ("a product of (m, n) by (n, p) costs 2mnp: a multiply and an add",
+         "return n_layer * (qkv + out + mlp + attention) + head",
+         "return (n_layer * (qkv + out + mlp + attention) + head) // 2"),
+        ("the window's T tokens, not one",
+         "return n_layer * (qkv + out + mlp + attention) + head",
+         "return (n_layer * (qkv + out + mlp + attention) + head) // T"),
+        ("c_attn makes the keys and values of n_kv_head heads only",
+         "2 * n_kv_head * hs", "2 * n_head * hs"),
+        ("c_attn makes the queries of every head, C outputs",
+         "(C + 2 * n_kv_head * hs)", "(n_kv_head * hs + 2 * n_kv_head * hs)"),
+        ("the head size is n_embd / n_head",
+         "C, hs = n_embd, n_embd // n_head", "C, hs = n_embd, n_embd // n_kv_head"),
+        ("every query head computes its own scores and mixing",
+         "attention = n_head * (", "attention = n_kv_head * ("),
+        ("attention is two products: Q K^T and the weights times V",
+         "(2 * T * hs * T + 2 * T * T * hs)", "(2 * T * hs * T)"),
+        ("the causal mask saves nothing: all T x T scores are computed",
+         "(2 * T * hs * T + 2 * T * T * hs)", "(T * hs * (T + 1) + T * (T + 1) * hs)"),
+        ("attn.c_proj, (T, C) by (C, C)", "out = 2 * T * C * C", "out = 0"),
+        ("the feed-forward layer: C -> 4C, then 4C -> C",
+         "mlp = 2 * T * C * (4 * C) + 2 * T * (4 * C) * C", "mlp = 2 * T * C * C + 2 * T * C * C"),
+        ("lm_head is tied to wte, and still a product",
+         "head = 2 * T * C * vocab_size", "head = 0"),
+        ("the embeddings are look-ups: only lm_head multiplies by the (C, V) matrix",
+         "head = 2 * T * C * vocab_size", "head = 4 * T * C * vocab_size"),
+        ("n_layer blocks, each with the same work",
+         "return n_layer * (qkv", "return (qkv"),
     ],
 }

@@ -6,7 +6,8 @@ Modules, small to large:
   :class:`Block`, with Llama's options (:class:`SwiGLU`, RMSNorm, grouped-query
   attention) and the :class:`KVCache` that generation keeps; :mod:`.rope`, the
   rotary positions.
-- :mod:`.model` -- :class:`GPTConfig` and its presets, :class:`GPT`.
+- :mod:`.model` -- :class:`GPTConfig` and its presets, :class:`GPT`, and
+  :func:`forward_flops`, the FLOPs of one forward pass.
 - :mod:`.lm` -- :func:`random_batch` (training windows), :func:`next_token_loss`
   (the shifted loss written out), :func:`stream_loss`, :func:`perplexity` and
   :func:`train_lm` (chapter 4's training recipe).
@@ -53,7 +54,7 @@ Neural Text Degeneration* (top-p, 2020); karpathy/nanoGPT and minGPT.
 
 from .layers import MLP, Block, CausalSelfAttention, KVCache, SwiGLU, cached_attention
 from .lm import next_token_loss, perplexity, random_batch, stream_loss, train_lm
-from .model import GPT, GPT_PRESETS, IGNORE_INDEX, GPTConfig
+from .model import GPT, GPT_PRESETS, IGNORE_INDEX, GPTConfig, forward_flops
 from .sampling import generate, next_token_probs
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "GPT_PRESETS",
     "GPT",
     "IGNORE_INDEX",
+    "forward_flops",
     "random_batch",
     "next_token_loss",
     "stream_loss",

@@ -27,7 +27,7 @@ from attnbook.train.decay import decay_groups
 from .layers import MLPS, NORMS, Block, KVCache, make_norm
 from .rope import rope_tables
 
-__all__ = ["GPTConfig", "GPT_PRESETS", "GPT", "IGNORE_INDEX", "POSITIONS"]
+__all__ = ["GPTConfig", "GPT_PRESETS", "GPT", "IGNORE_INDEX", "POSITIONS", "forward_flops"]
 
 IGNORE_INDEX = -100  # a target equal to this is skipped by the loss (PyTorch's and HF's default)
 POSITIONS = ("learned", "rope")  # a table added to the tokens (GPT-2), or rotations of queries and keys
@@ -110,6 +110,43 @@ class GPTConfig(PresetConfig):
     def head_size(self) -> int:
         """Width ``hs = n_embd / n_head`` of one attention head."""
         return self.n_embd // self.n_head
+
+def forward_flops(config: GPTConfig, T: int | None = None) -> int:
+    """FLOPs of one forward pass of :class:`GPT` over a window of ``T`` tokens (a batch of one).
+
+    Matrix products only, an ``(m, n) @ (n, p)`` costing ``2 m n p`` (a
+    multiply and an add per term), which is how
+    ``torch.utils.flop_counter.FlopCounterMode`` counts (the tests compare).
+    Per block: ``c_attn``, ``C -> C + 2 nkv hs`` (grouped-query attention
+    shrinks the keys and values, not the queries), ``c_proj``, the MLP's
+    matrices (two of ``C x n_inner`` for GELU, three for SwiGLU), and
+    attention's ``Q K^T`` and weights-times-``V``, ``2 T^2 hs`` each for every
+    *query* head, computed in full whatever the causal mask. Then the tied
+    output layer, ``2 T C V``: tying saves parameters, not work. Look-ups,
+    biases, norms, activations and the softmax are no products. ``T``
+    defaults to ``block_size``. The forward third of
+    :meth:`GPT.estimate_flops_per_token`, for the whole window.
+
+    >>> cfg = GPTConfig(vocab_size=10, n_layer=1, n_head=1, n_embd=4, block_size=8)
+    >>> forward_flops(cfg, 2)  # 2*2*4*(12 + 4 + 16 + 16) + 2 * 2*2*2*4 + 2*2*4*10
+    992
+    """
+    if not isinstance(config, GPTConfig):
+        raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
+    T = config.block_size if T is None else positive_int("T", T)
+    if T > config.block_size:
+        raise ValueError(f"T={T} is longer than the context block_size={config.block_size}")
+    C, hs = config.n_embd, config.head_size
+    n_kv = config.n_head if config.n_kv_head is None else config.n_kv_head
+    if config.mlp == "swiglu":  # w_gate, w_up and c_proj; SwiGLU's default width, 8 C / 3 rounded up to 8
+        n_inner = -(-8 * C // 24) * 8 if config.n_inner is None else config.n_inner
+        mlp = 3 * C * n_inner
+    else:  # c_fc and c_proj
+        mlp = 2 * C * (4 * C if config.n_inner is None else config.n_inner)
+    weights = C * (C + 2 * n_kv * hs) + C * C + mlp  # the matrices of one block: c_attn, c_proj, the MLP
+    attention = 2 * T * T * hs * config.n_head  # Q K^T, then the weights times V: T x T per query head
+    return config.n_layer * (2 * T * weights + 2 * attention) + 2 * T * C * config.vocab_size
+
 
 class GPT(nn.Module):
     """A GPT language model: ``forward(idx, targets=None) -> (logits, loss)``.

@@ -13,7 +13,8 @@ Modules, small to large:
 - :mod:`.bpe` -- :class:`BPETokenizer`: train, encode, decode, save, load,
   ``to_tiktoken()``; :func:`gpt2_byte_decoder`, GPT-2's byte table, to read
   Hugging Face's byte-level tokens; :func:`bytes_per_token`, the compression
-  of texts against the vocabulary size.
+  of texts against the vocabulary size; :func:`split_special`, a text cut at
+  the special tokens allowed in it.
 - :mod:`.wordpiece` -- :class:`WordPieceTokenizer`, BERT's: words split by
   greedy longest match into ``##`` pieces.
 
@@ -22,7 +23,7 @@ Modules, small to large:
 True
 """
 
-from .bpe import BPETokenizer, bytes_per_token, encode_chunk, gpt2_byte_decoder
+from .bpe import BPETokenizer, bytes_per_token, encode_chunk, gpt2_byte_decoder, split_special
 from .char import CharTokenizer
 from .pairs import get_stats, merge
 from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, split_text
@@ -44,5 +45,6 @@ __all__ = [
     "BPETokenizer",
     "bytes_per_token",
     "gpt2_byte_decoder",
+    "split_special",
     "WordPieceTokenizer",
 ]

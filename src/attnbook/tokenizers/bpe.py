@@ -50,7 +50,7 @@ from .training import N_BYTES, to_utf8, train_bpe
 if TYPE_CHECKING:  # pragma: no cover
     import tiktoken
 
-__all__ = ["BPETokenizer", "bytes_per_token", "encode_chunk", "gpt2_byte_decoder"]
+__all__ = ["BPETokenizer", "bytes_per_token", "encode_chunk", "gpt2_byte_decoder", "split_special"]
 
 FORMAT_NAME = "attnbook-bpe"
 FORMAT_VERSION = 1
@@ -140,6 +140,26 @@ def _encode_chunk_heap(ids: list[int], merges: Mapping[Pair, int]) -> list[int]:
             if r is not None:
                 heapq.heappush(heap, (r, h))
     return [t for t in ids if t >= 0]
+
+
+def split_special(text: str, specials: Collection[str]) -> list[str]:
+    """``text`` cut at every occurrence of the strings ``specials``, each kept as a piece of its own.
+
+    Even positions hold the ordinary text between them (possibly empty), odd
+    positions the special strings found, left to right; where two start at
+    the same place the longer wins. :meth:`BPETokenizer.encode` cuts the text
+    so when special tokens are allowed, then encodes each ordinary piece on
+    its own: no merge crosses a special token.
+
+    >>> split_special("hi<|endoftext|>yo<|endoftext|>", ["<|endoftext|>"])
+    ['hi', '<|endoftext|>', 'yo', '<|endoftext|>', '']
+    >>> split_special("<|end|> text", [])  # nothing allowed: all of it is text
+    ['<|end|> text']
+    """
+    if not specials:
+        return [text]
+    alternatives = "|".join(regex.escape(s) for s in sorted(specials, key=len, reverse=True))
+    return regex.split(f"({alternatives})", text)
 
 
 class BPETokenizer:
@@ -264,11 +284,9 @@ class BPETokenizer:
                 raise ValueError(f"allowed_special names tokens that are not special tokens: {unknown}")
         if not allowed:
             return self._encode_ordinary(text)
-        # Longest first, so that a special token containing another one wins.
-        alternatives = "|".join(regex.escape(s) for s in sorted(allowed, key=len, reverse=True))
         ids: list[int] = []
-        for k, part in enumerate(regex.split(f"({alternatives})", text)):
-            if k % 2:  # the captured separators are the special tokens
+        for k, part in enumerate(split_special(text, allowed)):
+            if k % 2:  # the special strings found
                 ids.append(self.special_tokens[part])
             elif part:
                 ids.extend(self._encode_ordinary(part))

@@ -10,8 +10,11 @@ pairs (:mod:`.pairs`, ``check_pairs``), training BPE (:mod:`.training`,
 GPT (:mod:`.params`, ``check_gpt_params``), questions on decoding and the
 causal mask (:mod:`.decoding`, ``check_decoding_reason``) and the reading of
 an ablation of the vocabulary size (:mod:`.vocab_ablation`,
-``check_vocab_reading``), and last one decoding step with a key/value cache
-(:mod:`.cached_step`, ``check_cached_attention_step``). The first six compare the student's function with a private
+``check_vocab_reading``), one decoding step with a key/value cache
+(:mod:`.cached_step`, ``check_cached_attention_step``), special tokens
+recognised only when allowed (:mod:`.special`, ``check_encode_special``) and
+last the FLOPs of a forward pass (:mod:`.flops`, ``check_forward_flops``), a
+count like Part 7's. The first six compare the student's function with a private
 copy of the reference in :mod:`attnbook.tokenizers` or :mod:`attnbook.gpt`
 (:mod:`._common`) and name the mistakes students make most (a merge that
 takes overlapping pairs in ``aaa`` or works on joined strings, merges applied
@@ -34,11 +37,13 @@ from ..fixtures import perplexity_test_model
 from .cached_step import check_cached_attention_step
 from .codec import check_encode_decode
 from .decoding import check_decoding_reason
+from .flops import check_forward_flops
 from .loss import check_next_token_loss
 from .pairs import check_pairs
 from .params import check_gpt_params
 from .perplexity import check_perplexity
 from .sampling import check_sample_next
+from .special import check_encode_special
 from .training import check_train_bpe
 from .vocab_ablation import check_vocab_reading
 
@@ -53,5 +58,7 @@ __all__ = [
     "check_decoding_reason",
     "check_vocab_reading",
     "check_cached_attention_step",
+    "check_encode_special",
+    "check_forward_flops",
     "perplexity_test_model",
 ]
