@@ -160,3 +160,41 @@ def test_the_intro_counts_each_chapters_sections_and_graded_parts():
         parts = {m for c in notebook.cells if c.cell_type == "markdown"
                  for m in re.findall(r"^#+ Part (\d+)", c.source, re.M)}
         assert int(n_parts) == len(parts), chapter
+
+
+NUMBERS = {word: n for n, word in enumerate("zero one two three four five six seven eight nine ten eleven twelve"
+                                           .split())}
+REASONING = ("_predict", "_reason", "_ablation")  # design.md's *Reasoning parts*: named by their grade_id's ending
+
+
+def _chapter_pages() -> dict[str, list[str]]:
+    """Each chapter's folder -> the names of its pages in _toc.yml, in order (its exercises included)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return {entry["file"].split("/")[1]: [s["file"].split("/")[-1] for s in entry.get("sections", [])]
+            for part in toc["parts"] for entry in part["chapters"] if entry["file"].startswith("chapters/")}
+
+
+@pytest.mark.parametrize("chapter", sorted(_chapter_pages()))
+def test_each_chapter_index_lists_and_counts_its_sections(chapter):
+    """A chapter's index.md: its reading path links the pages of _toc.yml in that order, the exercises last,
+    and "The N narrative sections" counts them, the exercises left out."""
+    pages = _chapter_pages()[chapter]
+    text = (ROOT / "chapters" / chapter / "index.md").read_text()
+    path = [link.rpartition(".")[0] for link in re.findall(r"^\d+\. \[[^\]]+\]\(([^)#\s]+)\)", text, re.M)]
+    assert path == pages and pages[-1] == "exercises", (path, pages)
+    counts = re.findall(r"\b([a-z]+)\s+narrative\s+sections\b", text)
+    assert [NUMBERS.get(word) for word in counts] == [len(pages) - 1], counts
+
+
+@pytest.mark.parametrize("chapter", sorted(_chapter_pages()))
+def test_each_chapter_index_counts_its_reasoning_parts(chapter):
+    """Where a chapter's index.md says "then N parts that ask you to reason", N is the number of test cells of
+    its solutions notebook whose grade_id ends in ``_predict``, ``_reason`` or ``_ablation``."""
+    import nbformat
+
+    text = (ROOT / "chapters" / chapter / "index.md").read_text()
+    said = re.findall(r"\bthen\s+([a-z]+)\s+parts\s+that\s+ask\s+you\s+to\s+reason\b", text)
+    notebook = nbformat.read(ROOT / "solutions" / chapter / "exercises.ipynb", as_version=4)
+    graded = [c.metadata["nbgrader"]["grade_id"] for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    reasoning = [gid for gid in graded if gid.endswith(REASONING)]
+    assert [NUMBERS.get(word) for word in said] in ([], [len(reasoning)]), reasoning
