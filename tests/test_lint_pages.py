@@ -109,14 +109,33 @@ def test_code_lines_of_the_page_sources_fit_the_column():
     assert not wide, wide
 
 
+def shown_code(cell) -> list[str]:
+    r"""The lines of a notebook cell that the book shows as code: a code cell's, and a Markdown cell's fenced ones.
+
+    >>> from nbformat.v4 import new_markdown_cell
+    >>> shown_code(new_markdown_cell("Answer:\n```python\nx = {}\n```\nthen run it."))
+    ['x = {}']
+    """
+    if cell.cell_type == "code":
+        return cell.source.splitlines()
+    lines, fenced = [], False
+    for line in cell.source.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif fenced:
+            lines.append(line)
+    return lines
+
+
 def test_code_lines_of_the_exercise_notebooks_fit_the_column():
     """The book shows every chapter's released exercise notebook, and the instructor edition its solution:
-    their code lines are measured in the sources too, before a build."""
+    their code lines, in code cells and in the statements' fenced examples, are measured in the sources too,
+    before a build."""
     import nbformat
 
     root = Path(__file__).parents[1]
     wide = [f"{path.relative_to(root)} cell {k}: {len(line)} columns: {line[:40]}"
             for path in sorted([*root.glob("chapters/*/exercises.ipynb"), *root.glob("solutions/*/exercises.ipynb")])
-            for k, cell in enumerate(nbformat.read(path, as_version=4).cells) if cell.cell_type == "code"
-            for line in cell.source.splitlines() if len(line) > lint.MAX_OUTPUT_COLUMNS]
+            for k, cell in enumerate(nbformat.read(path, as_version=4).cells)
+            for line in shown_code(cell) if len(line) > lint.MAX_OUTPUT_COLUMNS]
     assert not wide, wide
