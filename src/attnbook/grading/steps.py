@@ -67,6 +67,25 @@ def require_int_list(result: object, what: str) -> list[int]:
     return list(result)
 
 
+def require_count(result: object, what: str, unit: str) -> int:
+    """``result`` (an int, an integral float or a one-element integer tensor) as a Python int, or a failure
+    saying that ``what`` returns a whole number of ``unit``.
+
+    >>> require_count(torch.tensor(7), "gpt_params", "parameters"), require_count(7.0, "gpt_params", "parameters")
+    (7, 7)
+    >>> require_count(7.5, "forward_flops", "FLOPs")
+    Traceback (most recent call last):
+    attnbook.grading.errors.CheckFailed: forward_flops should return a whole number of FLOPs (an int), got float
+    """
+    if isinstance(result, torch.Tensor) and result.numel() == 1 and not result.is_floating_point():
+        result = result.item()
+    if isinstance(result, float) and result.is_integer() and abs(result) < 2 ** 53:
+        result = int(result)
+    if isinstance(result, bool) or not isinstance(result, int):
+        raise CheckFailed(f"{what} should return a whole number of {unit} (an int), got {type(result).__name__}")
+    return result
+
+
 def require_scalar(result: object, what: str, hint: str = "") -> torch.Tensor:
     """``result`` as a 0-dim tensor, or a failure saying that ``what`` returns one number (``hint``: how to get it).
 

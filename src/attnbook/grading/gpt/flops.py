@@ -22,11 +22,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import torch
-
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
+from ..steps import require_count
 from ._common import GPT
 
 __all__ = ["check_forward_flops"]
@@ -89,21 +88,10 @@ def _mistakes(V: int, C: int, L: int, nh: int, nkv: int, T: int) -> list[tuple[s
     ]
 
 
-def _as_count(result: object) -> int:
-    """The student's count as an int, or a failure saying what to return."""
-    if isinstance(result, torch.Tensor) and result.numel() == 1 and not result.is_floating_point():
-        result = result.item()
-    if isinstance(result, float) and result.is_integer() and abs(result) < 2 ** 53:
-        result = int(result)
-    if isinstance(result, bool) or not isinstance(result, int):
-        raise CheckFailed(f"forward_flops should return a whole number of FLOPs (an int), got "
-                          f"{type(result).__name__}")
-    return result
-
-
 def _check(fn: Callable) -> Callable:
     def check(vocab_size, n_embd, n_layer, n_head, n_kv_head, T):
-        got = _as_count(run_student(fn, vocab_size, n_embd, n_layer, n_head, n_kv_head, T, what="forward_flops"))
+        result = run_student(fn, vocab_size, n_embd, n_layer, n_head, n_kv_head, T, what="forward_flops")
+        got = require_count(result, "forward_flops", "FLOPs")
         right = _reference(vocab_size, n_embd, n_layer, n_head, n_kv_head, T)
         if got == right:
             return

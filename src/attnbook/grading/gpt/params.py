@@ -23,6 +23,7 @@ import torch
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
+from ..steps import require_count
 from ._common import GPT
 
 __all__ = ["check_gpt_params"]
@@ -81,21 +82,10 @@ def _mistakes(V: int, T: int, C: int, L: int) -> list[tuple[str, int]]:
     ]
 
 
-def _as_count(result: object) -> int:
-    """The student's count as an int, or a failure saying what to return."""
-    if isinstance(result, torch.Tensor) and result.numel() == 1 and not result.is_floating_point():
-        result = result.item()
-    if isinstance(result, float) and result.is_integer() and abs(result) < 2 ** 53:
-        result = int(result)
-    if isinstance(result, bool) or not isinstance(result, int):
-        raise CheckFailed(f"gpt_params should return a whole number of parameters (an int), got "
-                          f"{type(result).__name__}")
-    return result
-
-
 def _check(fn: Callable) -> Callable:
     def check(vocab_size, block_size, n_embd, n_layer):
-        got = _as_count(run_student(fn, vocab_size, block_size, n_embd, n_layer, what="gpt_params"))
+        result = run_student(fn, vocab_size, block_size, n_embd, n_layer, what="gpt_params")
+        got = require_count(result, "gpt_params", "parameters")
         right = _reference(vocab_size, block_size, n_embd, n_layer)
         if got == right:
             return
