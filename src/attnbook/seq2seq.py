@@ -76,6 +76,15 @@ def _check_model(model: object) -> Model:
     return model
 
 
+def _check_examples(model: object, src: torch.Tensor, tgt: torch.Tensor) -> None:
+    """``model`` one of these helpers' models, and ``src`` (N, S), ``tgt`` (N, T) ids of its vocabularies."""
+    model = _check_model(model)
+    token_ids("src", src, model.config.src_vocab_size, dim=2)
+    token_ids("tgt", tgt, model.config.tgt_vocab_size, dim=2)
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(f"src and tgt must hold the same number of examples, got {src.shape[0]} and {tgt.shape[0]}")
+
+
 def _greedy_tokens(model: Model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int) -> torch.Tensor:
     """The generated ids (B, L) of the model's own ``greedy_decode`` (no BOS, EOS kept)."""
     _check_model(model)
@@ -329,11 +338,7 @@ def calibration(
     >>> 0 <= c.accuracy <= 1 and 1 / 8 <= c.confidence <= 1 and c.nll > 0
     True
     """
-    _check_model(model)
-    token_ids("src", src, model.config.src_vocab_size, dim=2)
-    token_ids("tgt", tgt, model.config.tgt_vocab_size, dim=2)
-    if src.shape[0] != tgt.shape[0]:
-        raise ValueError(f"src and tgt must hold the same number of examples, got {src.shape[0]} and {tgt.shape[0]}")
+    _check_examples(model, src, tgt)
     positive_int("bins", bins)
     positive_int("batch_size", batch_size)
     pad = model.config.pad_id
@@ -402,11 +407,7 @@ def exact_match(
     >>> exact_match(tf, src, tgt, per_example=True)
     tensor([False])
     """
-    _check_model(model)
-    token_ids("src", src, model.config.src_vocab_size, dim=2)
-    token_ids("tgt", tgt, model.config.tgt_vocab_size, dim=2)
-    if src.shape[0] != tgt.shape[0]:
-        raise ValueError(f"src and tgt must hold the same number of examples, got {src.shape[0]} and {tgt.shape[0]}")
+    _check_examples(model, src, tgt)
     positive_int("batch_size", batch_size)
     pad = model.config.pad_id
     device = next(model.parameters()).device
