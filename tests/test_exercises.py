@@ -17,6 +17,7 @@ grader-check`` the whole of it.
 import functools
 import importlib
 import re
+from pathlib import Path
 
 import exercise_harness as harness
 import pytest
@@ -75,6 +76,20 @@ def test_every_test_cell_calls_an_exported_check_of_its_chapter(assignment):
         assert getattr(grading, check.name) is check and check.visible and check.hidden, gid
         source = ex.test_cells[gid].source  # imported from the chapter's package
         assert f"from attnbook.grading.{package} import check_" in source, gid
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS)
+def test_each_part_is_declared_once_under_its_own_name(assignment):
+    """One way to declare a part, docs/add-a-graded-part.md's: ``check_x = Part(name="check_x", ...)`` (or
+    ``check_x = choices("check_x", ...)``, :mod:`attnbook.grading.reasoning`), with no alias beside it."""
+    package = importlib.import_module(f"attnbook.grading.{CHAPTERS[assignment]}")
+    sources = "\n".join(p.read_text() for p in sorted(Path(package.__file__).parent.glob("*.py")))
+    declared = re.findall(r"^(check_\w+) = \w+\(\s*(?:name=)?\"(check_\w+)\"", sources, re.M)
+    exported = sorted(n for n in package.__all__ if n.startswith("check_"))
+    assert sorted(name for name, _ in declared) == exported
+    assert [name for name, said in declared if name != said] == []
+    assert re.findall(r"^(?:CHECK\b.*|\w+ = check_\w+|check_\w+ = \w+)$", sources, re.M) == []
+
 
 
 @pytest.mark.parametrize("assignment", CHAPTERS)

@@ -35,7 +35,7 @@ def test_statistical_bounds_pass_the_reference_under_many_seeds():
     first hidden case and the visible cases that count (mlm_probability left out, 0.4)."""
     from attnbook import bert
 
-    for case in (masking.CHECK.hidden[0], *masking.CHECK.visible[:2]):
+    for case in (masking.check_mask_tokens.hidden[0], *masking.check_mask_tokens.visible[:2]):
         ids, special, vocab, mask_id, p, _, _ = case.make()
         stated = sorted(set(special) | {mask_id})
         for seed in range(10):
@@ -57,8 +57,8 @@ def test_nsp_balance_catches_a_biased_coin():
         return pairs
 
     with pytest.raises(CheckFailed, match="half of the pairs should keep the true next line"):
-        nsp.CHECK(biased)  # the visible 800 pairs tell 70 % from 50 % at six standard deviations...
-    assert nsp.CHECK(biased, points=2) < 2  # ...and so do the hidden 2000 pairs
+        nsp.check_nsp_pairs(biased)  # the visible 800 pairs tell 70 % from 50 % at six standard deviations...
+    assert nsp.check_nsp_pairs(biased, points=2) < 2  # ...and so do the hidden 2000 pairs
 
 
 # ------------------------------------------------------------------ the reasoning parts (issue 38)

@@ -230,7 +230,7 @@ def _ends(case):
 
 def test_greedy_cases_finish_at_different_steps():
     """The random models behind check_greedy_decode give what each case promises."""
-    part = greedy.CHECK
+    part = greedy.check_greedy_decode
     ends = {case.group: _ends(case) for case in part.visible + part.hidden}
     assert len(set(ends["three sources"])) == 3 and None not in ends["three sources"]
     own = ends["every sequence ends at its own step"]
@@ -241,14 +241,15 @@ def test_greedy_cases_finish_at_different_steps():
 
 
 def test_the_padding_id_case_uses_another_id_and_changes_the_result():
-    case = next(c for c in greedy.CHECK.hidden if c.group == "another padding id")
+    case = next(c for c in greedy.check_greedy_decode.hidden if c.group == "another padding id")
     model, src, bos_id, eos_id, max_len = case.make()
     assert model.config.pad_id == 7 and (src == 7).any() and (src == 0).any()  # 0 is a real token here
     right = greedy._greedy_variant(model, src, bos_id, eos_id, max_len)
     assert not torch.equal(right, greedy._greedy_variant(model, src, bos_id, eos_id, max_len, pad_id=0))
 
 
-@pytest.mark.parametrize("part", [sdpa.CHECK, sdpa_masks.CHECK, mha.CHECK])
+@pytest.mark.parametrize("part", [sdpa.check_scaled_dot_product_attention, sdpa_masks.check_attention_masks,
+                                  mha.check_multi_head_attention])
 def test_attention_parts_refuse_torch_kernels_and_cover_the_edges(part):
     assert "scaled_dot_product_attention" in part.kernels and "_native_multi_head_attention" in part.kernels
     made = [case.make() for case in part.hidden]
@@ -260,7 +261,7 @@ def test_attention_parts_refuse_torch_kernels_and_cover_the_edges(part):
 
 
 def test_mask_cases_cover_another_padding_id_and_strided_ids():
-    made = [case.make() for case in masks.CHECK.hidden]
+    made = [case.make() for case in masks.check_masks.hidden]
     padding = [(ids, pad_id) for kind, *rest in made if kind == "padding" for ids, pad_id in [rest]]
     assert {pad_id for _, pad_id in padding} > {0}
     assert any(not ids.is_contiguous() for ids, _ in padding) and any(ids.shape[0] == 1 for ids, _ in padding)
@@ -271,7 +272,7 @@ def test_a_squeezed_result_is_named(capsys):
         w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
         return (w @ v).squeeze(), w.squeeze()
 
-    assert 0 < sdpa.CHECK(squeezes, points=3) < 3  # the visible case has no axis of size 1
+    assert 0 < sdpa.check_scaled_dot_product_attention(squeezes, points=3) < 3  # the visible case has no axis of size 1
     assert "a squeeze() drops every axis of size 1" in capsys.readouterr().out
 
 
@@ -288,7 +289,7 @@ def test_a_module_that_changes_its_inputs_in_place_does_not_pass():
 # ------------------------------------------------------------- Parts 4, 8 and 10: embeddings, pre-norm, the loss
 
 def test_embedding_cases_cover_the_edges_and_the_probe_hides_nan_in_unused_rows():
-    made = [case.make() for case in embeddings.CHECK.visible + embeddings.CHECK.hidden]
+    made = [case.make() for case in embeddings.check_embeddings.visible + embeddings.check_embeddings.hidden]
     embeds = [(ids, E) for kind, ids, E in made if kind == "embed"]
     assert any(ids.shape == (1, 1) for ids, _ in embeds) and any(E.dtype == torch.float64 for _, E in embeds)
     assert any(not ids.is_contiguous() and not E.is_contiguous() for ids, E in embeds)
@@ -314,16 +315,16 @@ def test_a_row_lookup_fails_and_every_product_passes(capsys):
         return torch.eye(E.shape[0], dtype=E.dtype)[ids] @ E
 
     for answer in (one_hot_product, eye_rows_product):
-        assert embeddings.CHECK(answer, _tied, points=2) == 2.0
+        assert embeddings.check_embeddings(answer, _tied, points=2) == 2.0
     for lookup in (lambda ids, E: E[ids], lambda ids, E: E.index_select(0, ids.reshape(-1)).view(*ids.shape, -1)):
         with pytest.raises(CheckFailed, match="looks up rows"):
-            embeddings.CHECK(lookup, _tied)
+            embeddings.check_embeddings(lookup, _tied)
     with pytest.raises(CheckFailed, match="calls the reference implementation"):
-        embeddings.CHECK(lambda ids, E: torch.nn.functional.embedding(ids, E), _tied)
+        embeddings.check_embeddings(lambda ids, E: torch.nn.functional.embedding(ids, E), _tied)
 
 
 def test_the_prenorm_reference_is_x_plus_sublayer_of_layernorm_and_each_variant_differs():
-    seed, sizes, x, _, mask, _ = prenorm.CHECK.hidden[0].make()
+    seed, sizes, x, _, mask, _ = prenorm.check_prenorm_encoder_block.hidden[0].make()
     *dims, dropout = sizes
     ref = _shared.randomize(_common.TR.EncoderBlock(*dims, dropout=dropout, norm_first=True), seed).eval()
     subs, norms = (lambda h: ref.self_attn(h, mask=mask)[0], ref.ffn), (ref.norm1, ref.norm2)
@@ -335,7 +336,7 @@ def test_the_prenorm_reference_is_x_plus_sublayer_of_layernorm_and_each_variant_
 
 
 def test_prenorm_cases_cover_the_edges_and_dropout_above_zero():
-    made = [case.make() for case in prenorm.CHECK.hidden]
+    made = [case.make() for case in prenorm.check_prenorm_encoder_block.hidden]
     assert any(x.shape[0] == 1 for _, _, x, *_ in made) and any(x.shape[1] == 1 for _, _, x, *_ in made)
     assert any(x.dtype == torch.float64 for _, _, x, *_ in made)
     assert any(not x.is_contiguous() for _, _, x, *_ in made)
@@ -346,7 +347,7 @@ def test_the_loss_is_the_package_seq2seq_loss_and_every_named_mistake_changes_it
     from attnbook.seq2seq import seq2seq_loss
 
     changed = set()
-    for case in loss.CHECK.visible + loss.CHECK.hidden:
+    for case in loss.check_translation_loss.visible + loss.check_translation_loss.hidden:
         model, src, tgt, pad_id = case.make()
         assert model.config.pad_id == pad_id
         right = loss.reference(model, src, tgt, pad_id)
@@ -355,11 +356,11 @@ def test_the_loss_is_the_package_seq2seq_loss_and_every_named_mistake_changes_it
         for message, variant in loss._variants(model, src, tgt, pad_id):
             if not torch.isclose(variant, right, rtol=1e-3):
                 changed.add(message)
-    assert changed == {message for message, _ in loss._variants(*loss.CHECK.visible[0].make())}
+    assert changed == {message for message, _ in loss._variants(*loss.check_translation_loss.visible[0].make())}
 
 
 def test_loss_cases_cover_the_edges():
-    made = [case.make() for case in loss.CHECK.hidden]
+    made = [case.make() for case in loss.check_translation_loss.hidden]
     assert any(tgt.shape[0] == 1 for _, _, tgt, _ in made) and any(tgt.shape[1] == 2 for _, _, tgt, _ in made)
     assert any(not tgt.is_contiguous() and not src.is_contiguous() for _, src, tgt, _ in made)
     other = [(tgt, pad_id) for _, _, tgt, pad_id in made if pad_id != 0]
@@ -373,9 +374,9 @@ def test_a_detached_or_float_loss_is_explained():
         return torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=pad_id)
 
     with pytest.raises(CheckFailed, match="detached from the model"):
-        loss.CHECK(detached)
+        loss.check_translation_loss(detached)
     with pytest.raises(CheckFailed, match="should return a tensor"):
-        loss.CHECK(lambda model, src, tgt, pad_id: detached(model, src, tgt, pad_id).item())
+        loss.check_translation_loss(lambda model, src, tgt, pad_id: detached(model, src, tgt, pad_id).item())
 
 
 def test_a_swapped_pair_is_named_even_when_the_shapes_agree():

@@ -2,14 +2,13 @@
 
 A chapter describes each graded part of its notebook in a short module::
 
-    CHECK = Part(
+    check_masks = Part(               # the name the notebook's test cell calls
         name="check_masks",
         visible=(Case("causal, T = 4", _causal(4)),),
         check=_check,                 # _check(causal_fn, padding_fn) -> check_one(*case args)
         forbidden=("attnbook.attention.causal_mask", ...),
         kernels=(),                   # aten operators refused while the student's code runs
     )
-    check_masks = CHECK               # the name the notebook's test cell calls
 
 and its hidden cases in the instructor's ``autograder/hidden/<chapter>.py``
 (``HIDDEN["check_masks"] = (Case("padding id 7", masks._padding_case(...)), ...)``),

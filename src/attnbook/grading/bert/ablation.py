@@ -16,6 +16,5 @@ from __future__ import annotations
 
 from ..reasoning import choices
 
-CHECK = choices("check_positions_ablation", __name__, answers="ablation_answers",
-                words=("a", "b", "c"), cls=("a", "b", "c"), tell_apart=("a", "b", "c"))
-check_positions_ablation = CHECK
+check_positions_ablation = choices("check_positions_ablation", __name__, answers="ablation_answers",
+                                   words=("a", "b", "c"), cls=("a", "b", "c"), tell_apart=("a", "b", "c"))

@@ -2,7 +2,7 @@
 (B, T, C)) -> logits (B, num_labels)``, ``classifier(dropout(tanh(pooler(hidden_states[:, 0]))))``,
 compared after copying the same random weights into ``pooler`` and ``classifier``.
 
->>> seed, sizes, h = CHECK.visible[0].make()
+>>> seed, sizes, h = check_cls_classifier.visible[0].make()
 >>> sizes, tuple(h.shape)
 ((8, 2), (3, 5, 8))
 """
@@ -93,10 +93,9 @@ def _check(cls: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_cls_classifier = Part(
     name="check_cls_classifier",
     visible=VISIBLE,
     check=_check,
     forbidden=("attnbook.bert.model.BertPooler", "attnbook.bert.heads.BertForSequenceClassification"),
 )
-check_cls_classifier = CHECK

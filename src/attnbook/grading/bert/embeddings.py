@@ -3,7 +3,7 @@
 ``LayerNorm(word + segment + position embeddings)``, compared with :class:`attnbook.bert.BertEmbeddings`
 after copying the same random weights in.
 
->>> kind, *_ = CHECK.visible[0].make()
+>>> kind, *_ = check_bert_embeddings.visible[0].make()
 >>> kind
 'input'
 """
@@ -154,7 +154,7 @@ def _check_embed(cls: Callable, seed: int, sizes: tuple, ids: torch.Tensor, seg:
 _check = by_kind(input=_check_input, embed=_check_embed)
 
 
-CHECK = Part(
+check_bert_embeddings = Part(
     name="check_bert_embeddings",
     visible=(
         Case("[CLS] a [SEP] b [SEP], cls_id 5 and sep_id 6", _input([7, 8, 9], [10, 11], cls_id=5, sep_id=6)),
@@ -168,4 +168,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.bert.model.BertEmbeddings",),
 )
-check_bert_embeddings = CHECK

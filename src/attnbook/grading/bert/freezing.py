@@ -5,7 +5,7 @@ The model is an :mod:`attnbook.bert` model with a ``.bert`` encoder; it
 crosses to the student's code as its class, config and weights, and the
 helper reports what the student's function left trainable.
 
->>> model, k = CHECK.visible[0].make()
+>>> model, k = check_freeze_all_but_top.visible[0].make()
 >>> type(model).__name__, len(model.bert.encoder.layer), k
 ('BertForSequenceClassification', 3, 1)
 """
@@ -99,7 +99,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_freeze_all_but_top = Part(
     name="check_freeze_all_but_top",
     visible=(
         Case("three layers, k = 1", _case("BertForSequenceClassification", 3, 1)),
@@ -109,4 +109,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.bert.freezing.freeze_all_but_top",),
 )
-check_freeze_all_but_top = CHECK

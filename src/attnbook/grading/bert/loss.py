@@ -1,6 +1,6 @@
 """Part 3: ``mlm_loss(logits (B, T, V), labels (B, T)) -> mean cross-entropy over the chosen positions``.
 
->>> logits, labels, *mode = CHECK.visible[0].make()
+>>> logits, labels, *mode = check_mlm_loss.visible[0].make()
 >>> tuple(logits.shape), bool((labels == -100).any())
 ((2, 9, 11), True)
 """
@@ -61,7 +61,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_mlm_loss = Part(
     name="check_mlm_loss",
     visible=(
         Case("shapes and values", _case(0, 2, 9, 11)),
@@ -70,4 +70,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.bert.masking.mlm_loss",),
 )
-check_mlm_loss = CHECK

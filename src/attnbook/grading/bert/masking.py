@@ -9,7 +9,7 @@ must satisfy ``|c - n p| <= 6 sqrt(n p (1 - p)) + 2``, which a correct answer
 breaks with probability below ``1e-8``, whatever way it draws. The grader
 seeds every draw, so a grade never changes between runs.
 
->>> ids, special, vocab, mask_id, p, seed, mode = CHECK.visible[0].make()
+>>> ids, special, vocab, mask_id, p, seed, mode = check_mask_tokens.visible[0].make()
 >>> ids.numel() >= 100_000, p, mode  # p None: mlm_probability left out
 (True, None, '')
 """
@@ -162,7 +162,7 @@ def _check(fn: Callable) -> Callable:
 
 
 SPECIAL = (0, 2, 3, 1, 4)  # [PAD] [CLS] [SEP] [UNK] [MASK]
-CHECK = Part(
+check_mask_tokens = Part(
     name="check_mask_tokens",
     visible=(
         Case("mlm_probability left out: 15 % chosen, 80/10/10",
@@ -174,4 +174,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.bert.masking.mask_tokens",),
 )
-check_mask_tokens = CHECK

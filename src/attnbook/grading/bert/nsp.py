@@ -12,7 +12,7 @@ text and counts each pair's random lines, which must be uniform over every
 line but ``lines[i + 1]``: ``lines[i]`` itself may be drawn, as in
 :func:`attnbook.bert.nsp.make_nsp_pairs`.
 
->>> lines, seed, mode = CHECK.visible[0].make()
+>>> lines, seed, mode = check_nsp_pairs.visible[0].make()
 >>> len(lines), lines[0]
 (801, 'line 0: to be')
 """
@@ -111,7 +111,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_nsp_pairs = Part(
     name="check_nsp_pairs",
     visible=(
         Case("800 pairs: half of them consecutive", _case(801, 1)),
@@ -121,4 +121,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.bert.nsp.make_nsp_pairs",),
 )
-check_nsp_pairs = CHECK

@@ -7,7 +7,7 @@ chosen changes nothing. The check compares the number with
 :func:`attnbook.bert.uniform_mlm_loss` and names the usual slips (bits instead
 of nats, the probability instead of its log, the loss scaled by the share).
 
->>> CHECK.visible[0].make(), CHECK.visible[1].make()
+>>> check_initial_mlm_loss.visible[0].make(), check_initial_mlm_loss.visible[1].make()
 ((30522,), (8000, 0.4))
 >>> check_initial_mlm_loss(lambda vocab_size, mlm_probability=0.15: math.log2(vocab_size))
 Traceback (most recent call last):
@@ -88,7 +88,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_initial_mlm_loss = Part(
     name="check_initial_mlm_loss",
     visible=(
         Case("BERT-base's vocabulary", _case(30522)),
@@ -98,4 +98,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.bert.masking.uniform_mlm_loss",),
 )
-check_initial_mlm_loss = CHECK

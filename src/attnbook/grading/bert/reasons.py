@@ -15,6 +15,6 @@ from __future__ import annotations
 
 from ..reasoning import choices
 
-CHECK = choices("check_masking_reasons", __name__, answers="masking_answers",
-                mask_only=("a", "b", "c", "d"), random_tokens=("a", "b", "c"), nsp_balance=("a", "b", "c"))
-check_masking_reasons = CHECK
+check_masking_reasons = choices("check_masking_reasons", __name__, answers="masking_answers",
+                                mask_only=("a", "b", "c", "d"), random_tokens=("a", "b", "c"),
+                                nsp_balance=("a", "b", "c"))

@@ -5,7 +5,7 @@ The vocabularies are built so that the mistakes show: words where the
 shortest match, a continuation looked up without ``##``, an ``[UNK]`` for one
 piece only, or a search that backtracks give other pieces.
 
->>> words, vocab, unk = CHECK.visible[0].make()
+>>> words, vocab, unk = check_wordpiece_encode.visible[0].make()
 >>> words[:2], vocab["##able"]
 (['unaffable', 'playing'], 9)
 """
@@ -94,7 +94,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_wordpiece_encode = Part(
     name="check_wordpiece_encode",
     visible=(
         Case("longest match first", _case(["unaffable", "playing", "a", "plays"])),
@@ -104,4 +104,3 @@ CHECK = Part(
     forbidden=("attnbook.tokenizers.wordpiece.encode_word", "attnbook.tokenizers.wordpiece.WordPieceTokenizer")
     + available(("tokenizers.Tokenizer", "tokenizers.models.WordPiece")),
 )
-check_wordpiece_encode = CHECK

@@ -79,7 +79,7 @@ def _check(cls: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_decoder_block = Part(
     name="check_decoder_block",
     visible=(
         Case("no masks", block_case(601, 2, 4, 5, 8, 2, 16)),
@@ -88,4 +88,3 @@ CHECK = Part(
     check=_check,
     forbidden=FORBIDDEN_BLOCKS,
 )
-check_decoder_block = CHECK

@@ -200,7 +200,7 @@ def _check(embed_fn: Callable, tied_fn: Callable) -> Callable:
     return lambda kind, *args: checks[kind](*args)
 
 
-CHECK = Part(
+check_embeddings = Part(
     name="check_embeddings",
     visible=(
         Case("embeddings", _embed_case(401, 2, 5, 8, 8)),
@@ -213,4 +213,3 @@ CHECK = Part(
     check=_check,
     forbidden=FORBIDDEN,
 )
-check_embeddings = CHECK

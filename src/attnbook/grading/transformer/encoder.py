@@ -51,7 +51,7 @@ def _check(cls: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_encoder_block = Part(
     name="check_encoder_block",
     visible=(
         Case("no mask", block_case(501, 2, 5, None, 8, 2, 16)),
@@ -60,4 +60,3 @@ CHECK = Part(
     check=_check,
     forbidden=FORBIDDEN_BLOCKS,
 )
-check_encoder_block = CHECK

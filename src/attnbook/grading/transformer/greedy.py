@@ -129,7 +129,7 @@ def _check(fn: Callable) -> Callable:
 
 # Seeds and EOS biases chosen so that sequences finish at different steps (and, where the case says so,
 # some never do), and so that each mistake that _diagnose_greedy names changes the result of some case.
-CHECK = Part(
+check_greedy_decode = Part(
     name="check_greedy_decode",
     visible=(
         Case("three sources", _greedy_case(14, 1.5, 3, 6, 8, lengths=(6, 6, 6))),
@@ -141,4 +141,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.transformer.greedy_decode",),
 )
-check_greedy_decode = CHECK

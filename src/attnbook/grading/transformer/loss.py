@@ -123,7 +123,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_translation_loss = Part(
     name="check_translation_loss",
     visible=(
         Case("padded targets", _case(21, 3, 5, 7, (5, 2, 3))),
@@ -132,4 +132,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.seq2seq.seq2seq_loss",),
 )
-check_translation_loss = CHECK

@@ -99,7 +99,7 @@ def _check(causal_fn: Callable, padding_fn: Callable) -> Callable:
     return lambda kind, *args: checks[kind](*args)
 
 
-CHECK = Part(
+check_masks = Part(
     name="check_masks",
     visible=(
         Case("causal mask", _causal_case(4)),
@@ -109,4 +109,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.attention.causal_mask", "attnbook.attention.padding_mask"),
 )
-check_masks = CHECK

@@ -152,7 +152,7 @@ def _check(cls: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_multi_head_attention = Part(
     name="check_multi_head_attention",
     visible=(
         Case("self-attention", _mha_case(401, 2, 5, None, 8, 2)),
@@ -168,4 +168,3 @@ CHECK = Part(
     ),
     kernels=ATTENTION_KERNELS,
 )
-check_multi_head_attention = CHECK

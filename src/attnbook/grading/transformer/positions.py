@@ -82,7 +82,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_sinusoidal_positions = Part(
     name="check_sinusoidal_positions",
     visible=(Case("a small table", lambda: (4, 6)),),
     check=_check,
@@ -93,4 +93,3 @@ CHECK = Part(
         "attnbook.positional._frequencies",
     ),
 )
-check_sinusoidal_positions = CHECK

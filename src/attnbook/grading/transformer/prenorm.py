@@ -138,7 +138,7 @@ def _check(cls: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_prenorm_encoder_block = Part(
     name="check_prenorm_encoder_block",
     visible=(
         Case("no mask", _case(801, 2, 5, 8, 2, 16)),
@@ -149,4 +149,3 @@ CHECK = Part(
     check=_check,
     forbidden=FORBIDDEN_BLOCKS,
 )
-check_prenorm_encoder_block = CHECK

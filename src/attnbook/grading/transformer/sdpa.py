@@ -144,7 +144,7 @@ def check_sdpa(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_scaled_dot_product_attention = Part(
     name="check_scaled_dot_product_attention",
     visible=(
         Case("shapes and values", _plain(0, (2,), 3, 4, 8, 5)),
@@ -155,4 +155,3 @@ CHECK = Part(
     forbidden=FORBIDDEN,
     kernels=ATTENTION_KERNELS,
 )
-check_scaled_dot_product_attention = CHECK

@@ -48,7 +48,7 @@ def _random_mask(seed, B, T, S, d_k, d_v, dtype=torch.float32):
     return make
 
 
-CHECK = Part(
+check_attention_masks = Part(
     name="check_attention_masks",
     visible=(
         Case("causal mask", _causal(1, (2,), 4, 8, 3)),
@@ -59,4 +59,3 @@ CHECK = Part(
     forbidden=FORBIDDEN,
     kernels=ATTENTION_KERNELS,
 )
-check_attention_masks = CHECK

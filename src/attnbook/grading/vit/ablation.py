@@ -10,7 +10,7 @@ hidden cases. The reading does not depend on the run: the shift is at float
 rounding (below 1e-5) without positions and above 1e-3 with them for every
 seed (``tests/test_grading_vit.py`` runs the cell for ten).
 
->>> sorted(CHECK.visible[0].make())
+>>> sorted(check_position_ablation.visible[0].make())
 ['form']
 """
 
@@ -18,6 +18,5 @@ from __future__ import annotations
 
 from ..reasoning import choices
 
-CHECK = choices("check_position_ablation", __name__, answers="ablation_answers",
-                zeroed=("a", "b", "c"), rounding=("a", "b", "c"), positions=("a", "b", "c"))
-check_position_ablation = CHECK
+check_position_ablation = choices("check_position_ablation", __name__, answers="ablation_answers",
+                                  zeroed=("a", "b", "c"), rounding=("a", "b", "c"), positions=("a", "b", "c"))

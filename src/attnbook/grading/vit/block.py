@@ -6,7 +6,7 @@
 (``norm1``, ``self_attn.{q,k,v,out}_proj``, ``norm2``, ``ffn.fc1``, ``ffn.fc2``) are copied into
 the student's block. LayerNorm's epsilon may be PyTorch's default (1e-5) or timm's (1e-6).
 
->>> seed, sizes, x, *_ = CHECK.visible[-1].make()
+>>> seed, sizes, x, *_ = check_pre_norm_block.visible[-1].make()
 >>> sizes, x.is_contiguous()
 ((8, 2, 16), True)
 """
@@ -96,10 +96,9 @@ def _check(cls: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_pre_norm_block = Part(
     name="check_pre_norm_block",
     visible=VISIBLE,
     check=_check,
     forbidden=(*FORBIDDEN_BLOCKS, "attnbook.vit.model.ViT", "attnbook.gpt.Block"),
 )
-check_pre_norm_block = CHECK

@@ -5,7 +5,7 @@ one letter per question. The visible check tells only the form; the key and a
 sentence for every option are the instructor's hidden cases
 (:func:`attnbook.grading.reasoning.key`), printed in the feedback.
 
->>> CHECK.visible[0].weight   # the form earns nothing
+>>> check_vit_concepts.visible[0].weight   # the form earns nothing
 0.0
 """
 
@@ -13,6 +13,5 @@ from __future__ import annotations
 
 from ..reasoning import choices
 
-CHECK = choices("check_vit_concepts", __name__, answers="vit_answers",
-                class_token=("a", "b", "c"), patch_size=("a", "b", "c", "d"), mae_cost=("a", "b", "c"))
-check_vit_concepts = CHECK
+check_vit_concepts = choices("check_vit_concepts", __name__, answers="vit_answers",
+                             class_token=("a", "b", "c"), patch_size=("a", "b", "c", "d"), mae_cost=("a", "b", "c"))

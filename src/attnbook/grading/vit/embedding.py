@@ -131,11 +131,10 @@ def _check(cls: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_vit_embedding = Part(
     name="check_vit_embedding",
     visible=(Case("digits, patch 4", _case(621, 2, 1, 8, 4, 16)),),
     check=_check,
     # timm is not listed: it cannot be imported without torchvision, which the course does not install
     forbidden=("attnbook.vit.patches.PatchEmbedding", "attnbook.vit.model.ViT", "attnbook.vit.mae.MAE"),
 )
-check_vit_embedding = CHECK

@@ -12,7 +12,7 @@ The answer is random, so it is checked by what must hold for every draw and by s
   gives, within six standard errors (a correct answer fails with probability below 1e-7);
 * the generator: generators seeded alike repeat the draw, differently seeded ones do not.
 
->>> x, ratio, seed, mode = CHECK.visible[0].make()
+>>> x, ratio, seed, mode = check_random_masking.visible[0].make()
 >>> tuple(x.shape), ratio, mode
 ((2, 16, 4), 0.75, 'bookkeeping')
 """
@@ -163,7 +163,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_random_masking = Part(
     name="check_random_masking",
     visible=(
         Case("bookkeeping, 75 % removed", _case(681, 2, 16, 4, 0.75)),
@@ -174,4 +174,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.vit.mae.random_masking", "attnbook.vit.mae.MAE"),
 )
-check_random_masking = CHECK

@@ -10,7 +10,7 @@ total cost (ties may be broken any way); a row-wise argmin that gives two rows o
 greedy assignment that is one-to-one but not the cheapest, or the (column, row) pairs of a
 transposed cost with more rows than columns (DETR's shape, a visible case), is named.
 
->>> kind, args, weights = CHECK.visible[3].make()
+>>> kind, args, weights = check_matching.visible[3].make()
 >>> kind, tuple(args[0].shape)
 ('assignment', (5, 2))
 """
@@ -221,7 +221,7 @@ def _check(cost_fn: Callable, match_fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_matching = Part(
     name="check_matching",
     visible=(
         Case("matching cost", _cost_case(701, 4, 2, 3)),
@@ -244,4 +244,3 @@ CHECK = Part(
                            "networkx.algorithms.bipartite.minimum_weight_full_matching",
                            "networkx.algorithms.bipartite.matching.minimum_weight_full_matching"))),
 )
-check_matching = CHECK

@@ -5,7 +5,7 @@ A wrong result is compared with the layouts students produce instead
 inside a patch (as ``F.unfold`` gives them), pixels transposed, or a plain
 reshape that cuts no patches.
 
->>> CHECK.visible[0].make()[0].shape
+>>> check_patchify.visible[0].make()[0].shape
 torch.Size([2, 1, 8, 8])
 """
 
@@ -46,7 +46,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_patchify = Part(
     name="check_patchify",
     visible=(
         Case("one channel", images(601, 2, 1, 8, 8, 4)),
@@ -57,4 +57,3 @@ CHECK = Part(
     forbidden=("attnbook.vit.patches.patchify", "attnbook.vit.patches.unpatchify",
                "attnbook.vit.patches.PatchEmbedding"),
 )
-check_patchify = CHECK

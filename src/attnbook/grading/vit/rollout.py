@@ -7,7 +7,7 @@ layer on the right, ``A_L ... A_2 A_1``. A wrong result is compared with the usu
 no identity, no renormalisation, the product in the wrong order, heads fused by max or
 averaged after the product, columns normalised instead of rows, no identity by default.
 
->>> maps, residual = CHECK.visible[0].make()
+>>> maps, residual = check_attention_rollout.visible[0].make()
 >>> len(maps), tuple(maps[0].shape), residual
 (3, (2, 2, 5, 5), True)
 """
@@ -105,7 +105,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_attention_rollout = Part(
     name="check_attention_rollout",
     visible=(
         Case("three layers", _maps(661, 3, 2, 2, 5)),
@@ -115,4 +115,3 @@ CHECK = Part(
     check=_check,
     forbidden=("attnbook.vit.maps.attention_rollout",),
 )
-check_attention_rollout = CHECK

@@ -10,7 +10,7 @@ the scores only), the patches counted along one side, the image taken as
 square, ``P`` not squared, ``T`` scores instead of ``T^2``, a count rounded
 where it should raise, a divisibility test on ``H * W`` alone, floats.
 
->>> CHECK.visible[0].make()
+>>> check_vit_tokens.visible[0].make()
 (28, 28, 7)
 """
 
@@ -98,7 +98,7 @@ def _check(fn: Callable) -> Callable:
     return check_one
 
 
-CHECK = Part(
+check_vit_tokens = Part(
     name="check_vit_tokens",
     visible=(
         Case("28 x 28 digits, patch 7", _case(28, 28, 7)),
@@ -110,4 +110,3 @@ CHECK = Part(
     forbidden=("attnbook.vit.patches.vit_tokens", "attnbook.vit.model.ViT", "attnbook.vit.model.ViTConfig",
                "attnbook.vit.patches.PatchEmbedding", "attnbook.vit.patches.patchify"),
 )
-check_vit_tokens = CHECK
