@@ -13,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from attnbook.grading.plan import Cell, Step, Test
+
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -54,14 +56,13 @@ def flags(nb) -> list[str]:
                          if c.cell_type == "code" and (nbgrader_meta(c).get("solution") or not grade_id(c))])
 
 
-def plan(source, released, submitted) -> tuple[list, list[str]]:
-    """What the judge runs, in order: the source's cells with the student's answers in them.
+def plan(source, released, submitted) -> tuple[list[Step], list[str]]:
+    """What the judge runs, in order (:mod:`attnbook.grading.plan`): the source's cells with the student's
+    answers in them.
 
-    Solution cells come from the submission (the released stub if it lost
-    one) as ("cell", source, the source's answer), locked cells from the source
-    as ("cell", source), cells the student added after the labelled cell they
-    follow as ("cell", source, None); each test cell is a ("test", grade_id,
-    source, points) step (:mod:`attnbook.grading.earlier` reads the answers).
+    Answer cells come from the submission (the released stub if it lost one)
+    with the source's answer beside them, locked cells and test cells from the
+    source, and the cells the student added after the labelled cell they follow.
     Also returns the status notes (an edited or deleted test cell).
     """
     theirs = {grade_id(c): c for c in submitted.cells if grade_id(c)}
@@ -73,19 +74,19 @@ def plan(source, released, submitted) -> tuple[list, list[str]]:
             previous = grade_id(cell)
         elif cell.cell_type == "code":
             added.setdefault(previous, []).append(cell.source)
-    steps = [("cell", s, None) for s in added.get(None, [])]
+    steps: list[Step] = [Cell(s, own=True) for s in added.get(None, [])]
     notes = []
     for cell in source.cells:
         gid, meta = grade_id(cell), nbgrader_meta(cell)
         if cell.cell_type == "code" and meta.get("grade"):
             if gid not in theirs or theirs[gid].source != stubs[gid].source:
                 notes.append(f"review: test cell edited or deleted ({gid}); graded with the original")
-            steps.append(("test", gid, cell.source, float(meta["points"])))
+            steps.append(Test(gid, cell.source, float(meta["points"])))
         elif cell.cell_type == "code" and meta.get("solution"):
-            steps.append(("cell", (theirs.get(gid) or stubs[gid]).source, cell.source))
+            steps.append(Cell((theirs.get(gid) or stubs[gid]).source, own=True, solution=cell.source))
         elif cell.cell_type == "code":
-            steps.append(("cell", cell.source))
-        steps += [("cell", s, None) for s in added.get(gid, [])] if gid else []
+            steps.append(Cell(cell.source))
+        steps += [Cell(s, own=True) for s in added.get(gid, [])] if gid else []
     return steps, notes
 
 

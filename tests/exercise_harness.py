@@ -100,7 +100,7 @@ class Exercise:
         found = earlier.parts(plan, judge.checked_names)
         results, namespace = {}, {"__name__": "__main__"}
         for k, part in enumerate(found):
-            cells = [step[1] for step in plan[found[k - 1].step + 1 if k else 0:part.step]]
+            cells = [step.source for step in plan[found[k - 1].step + 1 if k else 0:part.step]]  # its cells
             namespace = self._execute(cells, namespace)
             results[part.grade_id] = first = self._grade(part.grade_id, namespace, capsys)
             below = {p.number for p in found[:k] if results[p.grade_id][0] < self.points[p.grade_id]}

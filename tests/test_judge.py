@@ -19,6 +19,7 @@ from attnbook.grading._compare import close, require_tensor
 from attnbook.grading._core import private_modules, run_student
 from attnbook.grading.engine import Case, Part
 from attnbook.grading.errors import CheckFailed
+from attnbook.grading.plan import Cell, Test
 from attnbook.grading.transformer._common import ATTENTION_KERNELS
 
 (ATT,) = private_modules("attnbook.attention")
@@ -140,8 +141,8 @@ HANG = "while True:\n    pass"
 
 def test_cells_that_hang_cost_one_time_limit_not_one_per_part(monkeypatch):
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "5")
-    plan = [("cell", MASKED_SDPA), ("test", "before", SDPA_TEST, 2), ("cell", HANG),
-            ("test", "hangs", SDPA_TEST, 2), ("test", "after", SDPA_TEST, 2)]
+    plan = [Cell(MASKED_SDPA), Test("before", SDPA_TEST, 2), Cell(HANG),
+            Test("hangs", SDPA_TEST, 2), Test("after", SDPA_TEST, 2)]
     results, statuses = judge.grade_cells(plan, [ROOT])
     assert results["before"].score == 2.0
     assert results["hangs"].score == 0 and "time limit exceeded in the notebook's cells" in results["hangs"].message
@@ -153,7 +154,7 @@ def test_cells_that_hang_cost_one_time_limit_not_one_per_part(monkeypatch):
 def test_a_function_that_hangs_costs_its_part_only(monkeypatch):
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "5")
     hangs = "def scaled_dot_product_attention(q, k, v, mask=None):\n    " + HANG.replace("\n", "\n    ")
-    plan = [("cell", hangs), ("test", "hangs", SDPA_TEST, 2), ("cell", MASKED_SDPA), ("test", "fixed", SDPA_TEST, 2)]
+    plan = [Cell(hangs), Test("hangs", SDPA_TEST, 2), Cell(MASKED_SDPA), Test("fixed", SDPA_TEST, 2)]
     results, statuses = judge.grade_cells(plan, [ROOT])
     assert results["hangs"].score == 0 and results["hangs"].message.endswith("time limit exceeded.")
     assert statuses == ["time limit exceeded"]  # in the check's call, not in the cells
@@ -180,11 +181,11 @@ def test_a_part_built_on_a_wrong_earlier_part_is_judged_again_with_the_solutions
                         "    return 2 * out, w"),
         "alone": "def attend(q, k, v, mask=None):\n    return q, q",
     }
-    plan = [("cell", wrong, MASKED_SDPA), ("test", "own", SDPA_TEST, 3)]
+    plan = [Cell(wrong, own=True, solution=MASKED_SDPA), Test("own", SDPA_TEST, 3)]
     test = SDPA_TEST.replace("(scaled_dot_product_attention)", "(attend)")
     test += "\ncheck_scaled_dot_product_attention(attend, points=3)"  # the hidden cases too
     for gid, source in built.items():
-        plan += [("cell", source, source), ("test", gid, test, 3)]
+        plan += [Cell(source, own=True, solution=source), Test(gid, test, 3)]
     results, statuses = judge.grade_cells(plan, [ROOT])
     assert results["own"].score == 0 and "divided by d_k" in results["own"].message
     assert results["built_on_it"].score == 3.0

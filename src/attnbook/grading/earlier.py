@@ -6,10 +6,9 @@ divides by ``d_k`` loses the points of the parts that check that function
 (Parts 1 and 2 of chapter 2), not also those of the multi-head attention, the
 blocks and the decoding built on it. The judge (:func:`.judge.grade_cells`)
 and the fast in-process tests (``tests/exercise_harness.py``) share this rule,
-stated on a submission's *plan*: its cells in order -- ``("cell", source)``
-for a locked cell, ``("cell", source, solution)`` for a cell of the student's
-(``solution``: the source notebook's answer to it, ``None`` for a cell the
-student added) -- and its ``("test", grade_id, source, points)`` steps.
+stated on a submission's *plan* (:mod:`.plan`): its cells in order, locked
+or the student's own (with the source notebook's answer to each answer cell),
+and its test cells.
 
 1. :func:`parts` numbers the test steps (Part k is the notebook's k-th test
    cell, as its headings number them) and reads which names each part's own
@@ -25,9 +24,10 @@ student added) -- and its ``("test", grade_id, source, points)`` steps.
    runs, so it now calls the solution's.
 4. The part keeps the better score; :func:`note` says which earlier parts to fix.
 
->>> plan = [("cell", "def f(x):\\n    return x + 2", "def f(x):\\n    return x + 1"), ("test", "f_ok", "check(f)", 2),
-...         ("cell", "def g(x):\\n    return 2 * f(x)  # uses f", "def g(x):\\n    return 2 * f(x)"),
-...         ("test", "g_ok", "check(g)", 3)]
+>>> plan = [Cell("def f(x):\\n    return x + 2", own=True, solution="def f(x):\\n    return x + 1"),
+...         Test("f_ok", "check(f)", 2),
+...         Cell("def g(x):\\n    return 2 * f(x)  # uses f", own=True, solution="def g(x):\\n    return 2 * f(x)"),
+...         Test("g_ok", "check(g)", 3)]
 >>> found = parts(plan, lambda source: {source[6:-1]})
 >>> [(p.number, sorted(p.names), sorted(p.mentions)) for p in found]
 [(1, ['f'], ['f', 'x']), (2, ['g'], ['f', 'g', 'x'])]
@@ -53,12 +53,14 @@ import tokenize
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from .plan import Cell, Step, Test
+
 
 @dataclass(frozen=True)
 class Graded:
     """One part of a plan: its test step, its number, the names its test cell checks, the names its code uses."""
 
-    step: int  # index of its ("test", ...) step in the plan
+    step: int  # index of its Test step in the plan
     grade_id: str
     number: int  # k for the notebook's k-th test cell: "Part k"
     names: frozenset[str]
@@ -99,16 +101,17 @@ def defined(source: str) -> set[str]:
     return names
 
 
-def parts(plan: Sequence[tuple], checked: Callable[[str], Iterable[str]]) -> list[Graded]:
+def parts(plan: Sequence[Step], checked: Callable[[str], Iterable[str]]) -> list[Graded]:
     """The plan's parts in order; ``checked(test_source)`` gives the names a test cell passes to its check."""
     found: list[Graded] = []
     mentions: set[str] = set()
     for index, step in enumerate(plan):
-        if step[0] == "test":
-            found.append(Graded(index, step[1], len(found) + 1, frozenset(checked(step[2])), frozenset(mentions)))
+        if isinstance(step, Test):
+            found.append(Graded(index, step.grade_id, len(found) + 1, frozenset(checked(step.source)),
+                                frozenset(mentions)))
             mentions = set()
-        elif len(step) > 2:  # the student's own cell
-            mentions |= identifiers(step[1])
+        elif step.own:
+            mentions |= identifiers(step.source)
     return found
 
 
@@ -141,20 +144,20 @@ def reference_cell(solution: str, names: Iterable[str]) -> str:
             f"del _attnbook_reference\n")
 
 
-def _answers(plan: Sequence[tuple], part: Graded) -> dict[int, set[str]]:
+def _answers(plan: Sequence[Step], part: Graded) -> dict[int, set[str]]:
     """Plan index of an answer -> the names of ``part`` it binds: for each name, the latest solution before
     the part's test cell that defines it (a name that no answer defines, a locked cell's, is not bound)."""
     wanted: dict[int, set[str]] = {}
     for name in part.names:
         for index in range(part.step - 1, -1, -1):
             step = plan[index]
-            if step[0] == "cell" and len(step) > 2 and step[2] is not None and name in defined(step[2]):
+            if isinstance(step, Cell) and step.solution is not None and name in defined(step.solution):
                 wanted.setdefault(index, set()).add(name)
                 break
     return wanted
 
 
-def rerun_cells(plan: Sequence[tuple], found: Sequence[Graded], k: int, below: set[int]) -> tuple[list[str], list[int]]:
+def rerun_cells(plan: Sequence[Step], found: Sequence[Graded], k: int, below: set[int]) -> tuple[list[str], list[int]]:
     """The cells to judge ``found[k]`` again with, and the numbers of the earlier parts they replace.
 
     The replaced parts are :func:`replaced`'s (``below``: the numbers of the
@@ -174,13 +177,13 @@ def rerun_cells(plan: Sequence[tuple], found: Sequence[Graded], k: int, below: s
     cells: list[str] = []
     pending: list[str] = []
     for index, step in enumerate(plan[:found[k].step]):
-        if step[0] == "test":
+        if isinstance(step, Test):
             cells += pending
             pending = []
         else:
-            cells.append(step[1])
-        if index in wanted:
-            pending.append(reference_cell(plan[index][2], wanted[index]))
+            cells.append(step.source)
+        if index in wanted and isinstance(step, Cell) and step.solution is not None:  # as _answers chose it
+            pending.append(reference_cell(step.solution, wanted[index]))
     return cells + pending, numbers
 
 

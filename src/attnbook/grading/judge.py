@@ -50,6 +50,7 @@ from . import _cgroups, _refuse, earlier, sandbox
 from ._remote import Worker, WorkerGone
 from .engine import Part
 from .errors import CheckFailed
+from .plan import Cell, Step, Test
 
 PACKAGE = Path(importlib.import_module("attnbook").__path__[0])  # the folder of its __init__.py
 # What the worker's attnbook keeps of attnbook.grading: no check, no reference copy.
@@ -288,7 +289,7 @@ GRADING_ERROR = "This part could not be graded: the grader failed on it. Your in
 STATUSES_KEPT = 20  # a submission's status notes (each is short; see _remote._names)
 
 
-def regrade(worker: Worker, plan: list, found: list[earlier.Graded], k: int, results: dict[str, Result],
+def regrade(worker: Worker, plan: list[Step], found: list[earlier.Graded], k: int, results: dict[str, Result],
             cells: list[str]) -> Result:
     """Part ``found[k]`` judged again with the earlier parts below full that its code runs replaced by the
     solution's (:mod:`.earlier`), when that scores more than ``results``' first grade; else the first grade.
@@ -305,7 +306,7 @@ def regrade(worker: Worker, plan: list, found: list[earlier.Graded], k: int, res
     statuses, slow = list(worker.statuses), worker.slow_cells
     worker.quiet = True
     try:
-        second = judge_part(worker, rerun, parse_test_cell(plan[part.step][2]), first.max_score)
+        second = judge_part(worker, rerun, parse_test_cell(part_source(plan, part)), first.max_score)
     finally:
         worker.quiet, worker.slow_cells = False, slow
     if second.score <= first.score:
@@ -315,9 +316,17 @@ def regrade(worker: Worker, plan: list, found: list[earlier.Graded], k: int, res
     return Result(second.score, second.max_score, f"{note}\n{second.message}")
 
 
-def grade_cells(plan: list, hidden: list[Path], log: list[str] | None = None) -> tuple[dict[str, Result], list[str]]:
-    """Grade a submission given as ``plan``: a list of ("cell", source), ("cell", source, solution) for a cell
-    of the student's (see :mod:`.earlier`) and ("test", grade_id, source, points).
+def part_source(plan: list[Step], part: earlier.Graded) -> str:
+    """The source of ``part``'s test cell."""
+    step = plan[part.step]
+    if not isinstance(step, Test):
+        raise TypeError(f"step {part.step} of the plan is not a test cell")
+    return step.source
+
+
+def grade_cells(plan: list[Step], hidden: list[Path],
+                log: list[str] | None = None) -> tuple[dict[str, Result], list[str]]:
+    """Grade a submission given as ``plan`` (:mod:`.plan`: its cells and test cells, in order).
 
     Returns grade_id -> :class:`Result` and the status notes. A part whose cells begin with cells that
     ran out of time for an earlier part is not run: it scores 0 and says why (:func:`stalled_before`);
@@ -336,10 +345,10 @@ def grade_cells(plan: list, hidden: list[Path], log: list[str] | None = None) ->
     results, cells = {}, []
     try:
         for step in plan:
-            if step[0] == "cell":
-                cells.append(step[1])
+            if isinstance(step, Cell):
+                cells.append(step.source)
                 continue
-            _, grade_id, source, points = step
+            grade_id, source, points = step.grade_id, step.source, step.points
             if time.monotonic() >= worker.end_by:
                 worker.statuses.append(f"time limit exceeded (the whole submission, {budget:g} s)")
                 results[grade_id] = Result(0.0, float(points), OUT_OF_TIME.format(budget))

@@ -1,0 +1,37 @@
+"""A submission's *plan*: the steps the judge runs, in order, each a :class:`Cell` or a :class:`Test`.
+
+``autograder/submission.py``'s ``plan`` makes it from the source notebook and the
+student's; :func:`.judge.grade_cells` runs it, :mod:`.earlier` reads it to grade
+each part on its own, and ``tests/exercise_harness.py`` runs it in-process.
+
+>>> plan = [Cell("import torch"), Cell("def f(x):\\n    return x", own=True, solution="def f(x):\\n    return x + 1"),
+...         Test("f_ok", "check_f(f)", 2.0)]
+>>> [step.grade_id for step in plan if isinstance(step, Test)], [step.own for step in plan if isinstance(step, Cell)]
+(['f_ok'], [False, True])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A code cell: a locked one of the source notebook, or the student's own (``own``): their answer in an
+    answer cell, whose source-notebook answer is ``solution``, or a cell they added (``solution`` None)."""
+
+    source: str
+    own: bool = False
+    solution: str | None = None
+
+
+@dataclass(frozen=True)
+class Test:
+    """A graded test cell as the source notebook has it (its hidden tests too): its grade id and points."""
+
+    grade_id: str
+    source: str
+    points: float
+
+
+Step = Cell | Test
