@@ -5,9 +5,11 @@ the instructor's own command, in parallel, and its grades are checked against
 the catalogue: every hostile and broken student (the attacks on the class's run
 itself are tests/test_containment.py's), and per chapter the one-mistake
 student (every part graded, one answer wrong) and one answer only the hidden
-cases reveal. The hostile students must be contained: 0 on the part they
-attack, everyone else graded as if they were not there, no submission lost or
-changed, nothing secret in any feedback. Every other catalogued answer is graded
+cases reveal. No blank notebook or solution: the one-mistake students score
+full on every other part, and tests/test_exercises.py grades the solutions and
+the blanks. The hostile students must be contained: 0 on the part they attack,
+everyone else graded as if they were not there, no submission lost or changed,
+nothing secret in any feedback. Every other catalogued answer is graded
 in-process by tests/test_exercises.py with the same checks and hidden cases;
 ``make grader-check`` puts the whole catalogue through the sandbox.
 """
@@ -77,7 +79,7 @@ def graded(tmp_path_factory):
         pytest.skip("bubblewrap does not run here: the catalogue's hostile answers would attack this checkout")
     base = tmp_path_factory.mktemp("class")
     submissions, state = base / "submissions", base / "state"
-    catalogue.build_submissions(submissions, ANSWERS)
+    catalogue.build_submissions(submissions, ANSWERS, references=False)
     (base / "tmp").mkdir()  # the run's sandbox folders: this test's own
     done, strays = reaper.run(
         [sys.executable, str(COURSE), "--state", str(state), "grade", "--jobs", "2", "--require-sandbox",
@@ -90,7 +92,7 @@ def graded(tmp_path_factory):
 
 def test_every_grade_and_status_is_as_the_catalogue_states(graded):
     _, state = graded
-    assert catalogue.problems(state / "grades.csv", ANSWERS) == []
+    assert catalogue.problems(state / "grades.csv", ANSWERS, references=False) == []
 
 
 def test_submissions_are_kept_unchanged(graded):
