@@ -16,6 +16,8 @@ import os
 import sys
 from pathlib import Path
 
+from attnbook.grading.records import SubmissionRecord
+
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -192,7 +194,7 @@ def gather(state: Path, out: Path) -> int:
     return 0
 
 
-def write_csv(results: list[dict], out: Path) -> None:
+def write_csv(results: list[SubmissionRecord], out: Path) -> None:
     """grades.csv: a row per submission, a column per graded cell (assignments in order, cells in notebook
     order), the score before any late penalty, and the late columns of :func:`late.columns`."""
     columns = {a: list(submission.test_cells(submission.source(a))) for a in sorted({r["assignment"] for r in results})}

@@ -28,6 +28,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from attnbook.grading.records import SubmissionRecord
+
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -83,7 +85,7 @@ def feedback_notebook(nb, results: dict, released, notice: str | None = None):
     return out
 
 
-def write_results(result: dict, nbgrader: Nbgrader, regraded: bool = True) -> None:
+def write_results(result: SubmissionRecord, nbgrader: Nbgrader, regraded: bool = True) -> None:
     """One submission's results JSON and autograded notebook (with the exchange's files beside it).
     A submission graded again replaces what an earlier one left; one kept from an earlier run gets only
     the files it lacks."""

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import feedback_filters
 
+from attnbook.grading.records import SubmissionRecord
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "exercises.ipynb"
 PAGE = "exercises.html"
@@ -100,7 +102,7 @@ def _reason(log: str, folder: str) -> str:
     return f"nbgrader: {after[0]}" if after else "nbgrader wrote no page (its log is in grading.log)"
 
 
-def report(state: Path, results: list[dict], pages: Pages) -> tuple[str, list[str]]:
+def report(state: Path, results: list[SubmissionRecord], pages: Pages) -> tuple[str, list[str]]:
     """The line that ends ``course.py grade``'s output (the pages there are for the submissions of
     ``results``), and a line for each submission without one, with the reason ``pages`` gives."""
     pairs = [(r["student"], r["assignment"]) for r in results]

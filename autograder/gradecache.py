@@ -43,6 +43,8 @@ import os
 import sys
 from pathlib import Path
 
+from attnbook.grading.records import SubmissionRecord
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = "grading-cache"
@@ -121,7 +123,7 @@ def stored(state: Path, student: str, assignment: str) -> tuple[str, dict] | Non
         return None
 
 
-def store(state: Path, result: dict, key: str) -> None:
+def store(state: Path, result: SubmissionRecord, key: str) -> None:
     """Keep ``result`` (one submission's results, its grading log included) under ``key``, atomically."""
     target = _path(state, result["student"], result["assignment"])
     target.parent.mkdir(parents=True, exist_ok=True)

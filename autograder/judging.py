@@ -15,6 +15,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+from attnbook.grading.records import SubmissionRecord
+
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -25,7 +27,7 @@ from nbgrader_run import Nbgrader  # noqa: E402
 STATUS_CHARS = 200  # of the message in a grading error's status (the traceback goes to the log)
 
 
-def grade_one(job: tuple[str, str, str]) -> dict:
+def grade_one(job: tuple[str, str, str]) -> SubmissionRecord:
     """Grade one submission (in a judge process of its own); returns its results, never raises.
 
     Whatever fails while grading it (reading, planning, judging) is this submission's ``grading error``:
@@ -33,7 +35,7 @@ def grade_one(job: tuple[str, str, str]) -> dict:
     not graded scores 0.
     """
     student, assignment, state = job
-    result = {"student": student, "assignment": assignment, "status": "ok", "parts": {}}
+    result: SubmissionRecord = {"student": student, "assignment": assignment, "status": "ok", "parts": {}}
     step = "reading the notebook"
     try:
         import torch
@@ -50,7 +52,7 @@ def grade_one(job: tuple[str, str, str]) -> dict:
             step = "judging"
             results, notes = judge.grade_cells(steps, hidden=submission.hidden(Path(state)), log=log)
             statuses += planned + notes + [f"review: {f}" for f in submission.flags(nb)]
-            result["parts"] = {gid: vars(r) for gid, r in results.items()}
+            result["parts"] = {gid: r.record() for gid, r in results.items()}
         result["status"] = "; ".join(statuses) or "ok"
         if log:
             result["log"] = "\n".join(log)
@@ -59,7 +61,7 @@ def grade_one(job: tuple[str, str, str]) -> dict:
     return complete(result)
 
 
-def complete(result: dict) -> dict:
+def complete(result: SubmissionRecord) -> SubmissionRecord:
     """``result`` with a part for every graded cell of its assignment: 0 and "not graded" where none."""
     for gid, cell in submission.test_cells(submission.source(result["assignment"])).items():
         points = float(cell.metadata["nbgrader"]["points"])
@@ -67,14 +69,14 @@ def complete(result: dict) -> dict:
     return result
 
 
-def judge_failed(job: tuple[str, str, str], failure) -> dict:
+def judge_failed(job: tuple[str, str, str], failure) -> SubmissionRecord:
     """The result of a submission whose judge process died or ran out of time: 0 everywhere, and why."""
     student, assignment, _ = job
     return complete({"student": student, "assignment": assignment, "parts": {}, "log": failure.log,
                      "status": f"grading error: {failure.why}"})
 
 
-def grading_error(result: dict, step: str, err: BaseException) -> None:
+def grading_error(result: SubmissionRecord, step: str, err: BaseException) -> None:
     """Note in ``result`` that ``step`` failed for it: in its status, and the traceback in its log."""
     note = f"grading error: {step} ({type(err).__name__}: {str(err)[:STATUS_CHARS]})"
     result["status"] = note if result["status"] == "ok" else f"{result['status']}; {note}"
@@ -82,7 +84,7 @@ def grading_error(result: dict, step: str, err: BaseException) -> None:
 
 
 def judge_all(jobs_list: list, jobs: int, graded: list[str], nbgrader: Nbgrader,
-              lock: Callable[[], AbstractContextManager] = nullcontext) -> list[dict]:
+              lock: Callable[[], AbstractContextManager] = nullcontext) -> list[SubmissionRecord]:
     """Every submission's result, each judged in a process of its own (``jobs`` at once) while nbgrader
     records the assignments' cells (holding ``lock``: the gradebook's, when shards share it); a judge that
     dies or runs past its budget is its submission's error."""

@@ -51,6 +51,8 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from attnbook.grading.records import Lateness, SubmissionRecord
+
 DEADLINES = "deadlines.csv"
 COLUMNS = ("assignment", "student", "due", "policy")  # student and policy may be left out
 _RATE = re.compile(r"per-(hour|day) (\d+(?:\.\d+)?) ?%")
@@ -518,8 +520,8 @@ def rule(deadlines: dict[tuple[str, str], Deadline], assignment: str, student: s
             or Deadline(None, parse_policy("")))
 
 
-def lateness(result: dict, state: Path, deadlines: dict[tuple[str, str], Deadline],
-             recorded: dict[tuple[str, str], datetime]) -> dict:
+def lateness(result: SubmissionRecord, state: Path, deadlines: dict[tuple[str, str], Deadline],
+             recorded: dict[tuple[str, str], datetime]) -> Lateness:
     """``result["late"]``: when it was submitted and due (ISO 8601 or None), hours late, points deducted
     and the policy's words. ``deadlines`` are the file's, ``recorded`` the gradebook's (for an assignment
     the file does not name).
@@ -546,7 +548,7 @@ def lateness(result: dict, state: Path, deadlines: dict[tuple[str, str], Deadlin
             "policy": mine.policy.text}
 
 
-def apply(results: list[dict], state: Path, db_url: str,
+def apply(results: list[SubmissionRecord], state: Path, db_url: str,
           deadlines: dict[tuple[str, str], Deadline] | None = None) -> dict[str, datetime]:
     """Add ``late`` to every result, from ``deadlines`` (:func:`load`'s, read before judging; None: read
     ``state/deadlines.csv`` now, when there is one) and the gradebook; return the file's due date of each
@@ -570,7 +572,7 @@ def apply(results: list[dict], state: Path, db_url: str,
     return due
 
 
-def record(db_url: str, results: list[dict], notebook: str, due: dict[str, datetime]) -> None:
+def record(db_url: str, results: list[SubmissionRecord], notebook: str, due: dict[str, datetime]) -> None:
     """Write each result's timestamp and penalty into nbgrader's gradebook, each assignment's due date
     ``due`` (the deadlines file's), and a student's own due date as nbgrader's extension."""
     from nbgrader.api import MissingEntry
@@ -599,7 +601,7 @@ def record(db_url: str, results: list[dict], notebook: str, due: dict[str, datet
         gb.db.commit()
 
 
-def columns(result: dict) -> dict:
+def columns(result: SubmissionRecord) -> dict:
     """grades.csv's late columns of one result.
 
     >>> columns({"late": {"submitted": "2026-03-02T19:00:00+00:00", "hours_late": 26.0, "penalty": 4.0}})

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from attnbook.grading.records import SubmissionRecord
+
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -53,7 +55,7 @@ def lock(db_url: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def record(db_url: str, results: list[dict], submitted: Path) -> None:
+def record(db_url: str, results: list[SubmissionRecord], submitted: Path) -> None:
     """Write the submissions' scores into the gradebook (the judge's numbers only), in one session.
 
     Each grade is marked autograded (``needs_manual_grade`` false: the formgrader shows the score, not

@@ -33,6 +33,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from attnbook.grading.records import SubmissionRecord
+
 if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -100,7 +102,7 @@ def finish(state: Path, shard: Shard, keys: dict[Pair, str]) -> None:
     tmp.replace(target)
 
 
-def gather(state: Path, pairs: list[Pair], db_url: str) -> tuple[list[dict], str]:
+def gather(state: Path, pairs: list[Pair], db_url: str) -> tuple[list[SubmissionRecord], str]:
     """The class's results and grading log, from the shards' results once every shard is done (their late
     penalties as the shards recorded them in the gradebook); a ValueError says which shard or submission
     is missing (not done, stopped, or submitted since)."""

@@ -51,6 +51,7 @@ from ._remote import Worker, WorkerGone
 from .engine import Part
 from .errors import CheckFailed
 from .plan import Cell, Step, Test
+from .records import PartRecord
 
 PACKAGE = Path(importlib.import_module("attnbook").__path__[0])  # the folder of its __init__.py
 # What the worker's attnbook keeps of attnbook.grading: no check, no reference copy.
@@ -162,6 +163,14 @@ class Result:
     score: float
     max_score: float
     message: str
+
+    def record(self) -> PartRecord:
+        """As a submission's record holds it (JSON).
+
+        >>> Result(1.0, 2.0, "half").record()
+        {'score': 1.0, 'max_score': 2.0, 'message': 'half'}
+        """
+        return {"score": self.score, "max_score": self.max_score, "message": self.message}
 
 
 class Capped(io.TextIOBase):
