@@ -16,12 +16,13 @@ swapped in a bias.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 import torch
 
 from .._core import private_modules, run_student
-from ..engine import Case, Part
+from ..engine import Case, Part, first_match
 from ..errors import CheckFailed
 
 (REF,) = private_modules("attnbook.transformer_blocks")  # the checker's own copy
@@ -80,12 +81,11 @@ def _check(fn: Callable) -> Callable[..., None]:
         right = REF.encoder_block_parameters(d_model, num_heads, d_ff)
         if got == right:
             return
-        for message, count in _mistakes(d_model, num_heads, d_ff):
-            if got == count:
-                raise CheckFailed(f"for {sizes}: {message}")
-        raise CheckFailed(f"for {sizes} the count is off by {got - right:+d}: count, layer by layer, the weights "
+        named = [(f"for {sizes}: {message}", count) for message, count in _mistakes(d_model, num_heads, d_ff)]
+        raise first_match(got, named,
+                          f"for {sizes} the count is off by {got - right:+d}: count, layer by layer, the weights "
                           "and biases of the four projections, of fc1 and fc2, and the gain and bias of the two "
-                          "LayerNorms")
+                          "LayerNorms", matches=operator.eq)
 
     return check_one
 
