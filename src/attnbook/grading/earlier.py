@@ -58,13 +58,15 @@ from .plan import Cell, Step, Test
 
 @dataclass(frozen=True)
 class Graded:
-    """One part of a plan: its test step, its number, the names its test cell checks, the names its code uses."""
+    """One part of a plan: its test step, its number, the names its test cell checks, the names its code uses,
+    and its test cell's code."""
 
     step: int  # index of its Test step in the plan
     grade_id: str
     number: int  # k for the notebook's k-th test cell: "Part k"
     names: frozenset[str]
     mentions: frozenset[str]
+    source: str
 
 
 def identifiers(source: str) -> set[str]:
@@ -108,7 +110,7 @@ def parts(plan: Sequence[Step], checked: Callable[[str], Iterable[str]]) -> list
     for index, step in enumerate(plan):
         if isinstance(step, Test):
             found.append(Graded(index, step.grade_id, len(found) + 1, frozenset(checked(step.source)),
-                                frozenset(mentions)))
+                                frozenset(mentions), step.source))
             mentions = set()
         elif step.own:
             mentions |= identifiers(step.source)

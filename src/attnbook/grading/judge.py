@@ -50,7 +50,7 @@ from . import _cgroups, _refuse, earlier, sandbox
 from ._remote import Worker, WorkerGone
 from .engine import Part
 from .errors import CheckFailed
-from .plan import Cell, Step, Test
+from .plan import Cell, Step
 from .records import PartRecord
 
 PACKAGE = Path(importlib.import_module("attnbook").__path__[0])  # the folder of its __init__.py
@@ -315,7 +315,7 @@ def regrade(worker: Worker, plan: list[Step], found: list[earlier.Graded], k: in
     statuses, slow = list(worker.statuses), worker.slow_cells
     worker.quiet = True
     try:
-        second = judge_part(worker, rerun, parse_test_cell(part_source(plan, part)), first.max_score)
+        second = judge_part(worker, rerun, parse_test_cell(part.source), first.max_score)
     finally:
         worker.quiet, worker.slow_cells = False, slow
     if second.score <= first.score:
@@ -323,14 +323,6 @@ def regrade(worker: Worker, plan: list[Step], found: list[earlier.Graded], k: in
         return first
     note = earlier.note(part.number, swapped, full=second.score == second.max_score)
     return Result(second.score, second.max_score, f"{note}\n{second.message}")
-
-
-def part_source(plan: list[Step], part: earlier.Graded) -> str:
-    """The source of ``part``'s test cell."""
-    step = plan[part.step]
-    if not isinstance(step, Test):
-        raise TypeError(f"step {part.step} of the plan is not a test cell")
-    return step.source
 
 
 def grade_cells(plan: list[Step], hidden: list[Path],
