@@ -358,16 +358,14 @@ def test_without_the_intro_count_the_count_test_fails(course):
 
 
 @pytest.mark.slow
-def test_without_the_export_the_test_cell_cannot_import_its_check(course):
+@pytest.mark.parametrize("step, says", [
+    # without the export, the test cell cannot import its check
+    (f"src/attnbook/grading/{PKG}/__init__.py", f"has no attribute 'check_{NAME}'"),
+    # without the hidden cases, grading with points fails
+    (f"autograder/hidden/{PKG}.py", f"holds no hidden cases for check_{NAME}"),
+], ids=["the export", "the hidden cases"])
+def test_without_the_step_grading_the_part_fails(course, step, says):
     copy, _, pristine = course
-    with left_out(copy, pristine, f"src/attnbook/grading/{PKG}/__init__.py"):
+    with left_out(copy, pristine, step):
         status, out = run([sys.executable, "-c", GRADE], copy)
-    assert status == 1 and f"has no attribute 'check_{NAME}'" in out and "graded:" not in out, out
-
-
-@pytest.mark.slow
-def test_without_the_hidden_cases_grading_with_points_fails(course):
-    copy, _, pristine = course
-    with left_out(copy, pristine, f"autograder/hidden/{PKG}.py"):
-        status, out = run([sys.executable, "-c", GRADE], copy)
-    assert status == 1 and f"holds no hidden cases for check_{NAME}" in out and "graded:" not in out, out
+    assert status == 1 and says in out and "graded:" not in out, out
