@@ -44,9 +44,8 @@ import judging  # noqa: E402
 import reaper  # noqa: E402
 import submission  # noqa: E402
 
-# The catalogue's attacks on the class's grading run (graded here only), and two that hang or hog a part.
-CLASS_ATTACKS = tuple(sorted(name for name, a in catalogue.ANSWERS.items() if a.get("class_level"))) + (
-    "hostile_forever", "hostile_memory")
+# The catalogue's attacks on the class's grading run (graded here only), two of them a part that hangs or hogs.
+CLASS_ATTACKS = tuple(sorted(name for name, a in catalogue.ANSWERS.items() if a.get("class_level")))
 
 
 # ------------------------------------------------------------ one judge a submission

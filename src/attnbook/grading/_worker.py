@@ -3,8 +3,9 @@
 Started by the judge inside the sandbox as ``python -I _worker.py --processes N`` (N: the
 process cap, :data:`_wire.PROCESSES_FLAG`; without it, outside bubblewrap, none), beside copies
 of ``_wire.py``, ``_refuse.py`` and ``_cells.py``; it never sees the judge's code, the
-references of the part being judged, or any file of the course. The process imports torch once
-(the *host*), then forks one child per graded part:
+references of the part being judged, or any file of the course. The process imports torch,
+pyplot and IPython's shell once (the *host*: no cell runs in it), then forks one child per
+graded part:
 
 1. the child imports ``attnbook`` from sources the judge sends for that part
    only, in which the part's references are stubs that raise (they are absent,
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import matplotlib.pyplot  # noqa: F401 - once, not in every part: most notebooks plot
 import torch
 from IPython.core.interactiveshell import InteractiveShell
 
@@ -135,14 +137,14 @@ def _tamper_marks() -> dict:
             "builtins": {n: id(getattr(builtins, n, None)) for n in ("print", "isinstance", "type", "__import__")}}
 
 
-def serve_part(part: dict) -> None:
-    """One graded part, in a forked child: import, run the cells, answer calls until the judge ends."""
+def serve_part(part: dict, shell: InteractiveShell) -> None:
+    """One graded part, in a forked child: import, run the cells in the host's ``shell`` (as fresh
+    as the host made it), answer calls until the judge ends."""
     os.setpgid(0, 0)
     torch.set_num_threads(1)
     sys.meta_path.insert(0, Package(part["package"], part["packages"]))
     refusal = _refuse.refuse(part["refused"], part["kernels"], undoable=False)  # noqa: F841 - kept alive
     before = _tamper_marks()
-    shell = InteractiveShell.instance()
     for source in part["cells"]:
         shell.run_cell(source, store_history=False)
     handles: dict = {}
@@ -160,6 +162,7 @@ def serve_part(part: dict) -> None:
 
 def main() -> None:
     """The host: fork a child per part the judge sends, report how it ended."""
+    shell = InteractiveShell.instance()  # no cell ever runs here: each child gets it clean
     while True:
         try:
             part = _wire.receive(PROTOCOL_IN)
@@ -169,7 +172,7 @@ def main() -> None:
         if pid == 0:
             code = 0
             try:
-                serve_part(part)
+                serve_part(part, shell)
             except BaseException:  # reported to the judge as an exit status
                 code = 70
             os._exit(code)
