@@ -34,7 +34,7 @@ from attnbook.grading.gpt import (
     vocab_ablation,
 )
 
-chapter_answers = harness.load(harness.ROOT / "autograder" / "fixtures" / "answers" / "04-gpt-bpe.py", "answers_04")
+chapter_answers = harness.load(harness.answers.FOLDER / "04-gpt-bpe.py", "answers_04")
 EXERCISE = harness.Exercise("04-gpt-bpe")
 CHAPTER = EXERCISE.answers
 

@@ -35,7 +35,7 @@ from attnbook.grading.transformer import (
     sdpa_masks,
 )
 
-answers = harness.load(harness.ROOT / "autograder" / "fixtures" / "answers" / "02-transformer.py", "answers_02")
+answers = harness.load(harness.answers.FOLDER / "02-transformer.py", "answers_02")
 pytestmark = pytest.mark.usefixtures("one_thread")  # the checks run tiny models
 
 

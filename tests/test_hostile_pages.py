@@ -23,21 +23,17 @@ import html.parser
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
+import browser
+import feedback_state
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
+from attnbook_course import feedback_filters, feedback_notebook, feedback_pages, intake
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "autograder"))  # as course.py imports them
-import browser  # noqa: E402
-import feedback_filters  # noqa: E402
-import feedback_notebook  # noqa: E402
-import feedback_pages  # noqa: E402
-import feedback_state  # noqa: E402
-import intake  # noqa: E402
 
 ASSIGNMENT = "hostile"
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")

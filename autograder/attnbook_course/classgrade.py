@@ -18,21 +18,21 @@ from pathlib import Path
 
 from attnbook.grading.records import SubmissionRecord
 
-if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import csvcells  # noqa: E402
-import feedback_pages  # noqa: E402
-import gradecache  # noqa: E402
-import intake  # noqa: E402
-import judging  # noqa: E402
-import late  # noqa: E402
-import names  # noqa: E402
-import recording  # noqa: E402
-import shards  # noqa: E402
-import submission  # noqa: E402
-from feedback_notebook import write_results  # noqa: E402
-from nbgrader_run import HIDDEN_CASES, NOTEBOOK, Nbgrader, assignments, gradebook_url, scripts_path  # noqa: E402
+from . import (
+    HIDDEN_CASES,
+    csvcells,
+    feedback_pages,
+    gradecache,
+    intake,
+    judging,
+    late,
+    names,
+    recording,
+    shards,
+    submission,
+)
+from .feedback_notebook import write_results
+from .nbgrader_run import NOTEBOOK, Nbgrader, assignments, gradebook_url, scripts_path
 
 
 def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False,
@@ -102,8 +102,8 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
         done = recording.recorded(nbgrader.db_url)
     unrecorded = [p for p in kept if p not in done]  # a gradebook made afresh keeps no earlier grade
     graded = sorted({a for _, a in todo + unrecorded})
-    # The hidden cases are read from here (or $ATTNBOOK_HIDDEN_CASES), never from the installed package, and once,
-    # with every check, before the judges fork; a part without its hidden cases stops the run.
+    # The hidden cases are read from autograder/hidden (or $ATTNBOOK_HIDDEN_CASES), never from the installed package,
+    # once, with every check, before the judges fork; a part without its hidden cases stops the run.
     hidden_cases.default_to(HIDDEN_CASES)
     try:
         for name in sorted({a for _, a in todo}):

@@ -1,13 +1,21 @@
-"""The instructor's commands: release the student notebooks, grade a class.
+"""The instructor's command line: release the student notebooks, grade a class, report on it.
 
-    python autograder/course.py release            # solutions/ -> chapters/<id>/exercises.ipynb
-    python autograder/course.py release --check    # fail if a committed student notebook is stale
-    python autograder/course.py grade [--jobs N] SUBMISSIONS  # SUBMISSIONS/<student>/<assignment>/*.ipynb
-    python autograder/course.py grade --shard I/N SUBMISSIONS  # machine I of N: its share (shards.py)
-    python autograder/course.py gather                 # grades.csv of the class once all N shards are done
-    python autograder/course.py collect ZIP [--assignment ID] [--roster CSV]  # an LMS download (intake.py)
-    python autograder/course.py export [--roster CSV]  # canvas.csv and totals.csv (export.py)
-    python autograder/course.py deadlines              # check deadlines.csv alone: due dates, policies (late.py)
+    attnbook-course release            # solutions/ -> chapters/<id>/exercises.ipynb
+    attnbook-course release --check    # fail if a committed student notebook is stale
+    attnbook-course grade [--jobs N] SUBMISSIONS  # SUBMISSIONS/<student>/<assignment>/*.ipynb
+    attnbook-course grade --shard I/N SUBMISSIONS  # machine I of N: its share (shards.py)
+    attnbook-course gather                 # grades.csv of the class once all N shards are done
+    attnbook-course collect ZIP [--assignment ID] [--roster CSV]  # an LMS download (intake.py)
+    attnbook-course export [--roster CSV]  # canvas.csv and totals.csv (export.py)
+    attnbook-course deadlines              # check deadlines.csv alone: due dates, policies (late.py)
+    attnbook-course report                 # STATE/report/index.html, the class report (report.py)
+    attnbook-course settings               # every ATTNBOOK_* setting and its value here
+    attnbook-course catalogue DEST         # the catalogue's class of right, wrong and hostile answers
+    attnbook-course check GRADES           # GRADES (a grades.csv of that class) against the catalogue
+    attnbook-course mutants [CHAPTER...]   # mutation testing of the hidden cases (mutants.py)
+    attnbook-course routes                 # the installed functions that do a part's whole job (routes.py)
+
+``python -m attnbook_course`` is the same command. Each subcommand has ``--help``.
 
 ``grade`` copies the submissions into ``submitted/`` (adding and updating,
 never deleting), grades each one with the judge of :mod:`attnbook.grading.judge`
@@ -26,14 +34,14 @@ Due dates and the late policy come from ``deadlines.csv`` or the gradebook (late
 into the gradebook, the results, ``grades.csv`` and the feedback. A submission that could not be read
 gets a feedback page that says why.
 
-``--state DIR`` keeps the runtime state (release, submitted, autograded,
+``--state DIR`` (before or after the subcommand) keeps the runtime state (release, submitted, autograded,
 feedback, gradebook.db) in DIR instead of the repository root.
 
 The work is done in the modules beside this one: ``nbgrader_run.py`` (paths,
 nbgrader's commands, ``release``), ``classgrade.py`` (``grade``),
 ``submission.py`` (reading and planning a submission), ``judging.py``,
 ``recording.py`` (the gradebook), ``feedback_notebook.py``, ``shards.py``, ``intake.py``,
-``late.py`` and ``export.py``.
+``late.py``, ``export.py``, ``report.py``, ``mutants.py``, ``routes.py`` and ``fixtures/catalogue.py``.
 """
 
 from __future__ import annotations
@@ -45,19 +53,12 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # the modules beside this one, wherever this file is loaded from
-    sys.path.insert(0, str(HERE))
+from attnbook import settings
 
-import export  # noqa: E402
-import intake  # noqa: E402
-import late  # noqa: E402
-import shards  # noqa: E402
-from classgrade import gather, grade  # noqa: E402
-from nbgrader_run import MAX_NOTEBOOK, ROOT, assignments, gradebook_url, release  # noqa: E402
-from submission import grade_id, released  # noqa: E402
-
-from attnbook import settings  # noqa: E402
+from . import GRADER, export, intake, late, shards
+from .classgrade import gather, grade
+from .nbgrader_run import MAX_NOTEBOOK, ROOT, SOLUTIONS, assignments, gradebook_url, release
+from .submission import grade_id, released
 
 
 def lms(args: argparse.Namespace) -> int:
@@ -81,13 +82,20 @@ def lms(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--state", type=Path, default=ROOT, help="folder for the runtime state")
-    sub = parser.add_subparsers(dest="command", required=True)
-    rel = sub.add_parser("release", help="generate chapters/<id>/exercises.ipynb from solutions/")
+def parser() -> argparse.ArgumentParser:
+    """``attnbook-course`` and its subcommands, each with its options and ``--help``."""
+    top = argparse.ArgumentParser(prog="attnbook-course", description=__doc__.split("\n\n")[0])
+    top.add_argument("--state", type=Path, default=ROOT, help="folder for the runtime state (default: %(default)s)")
+    state = argparse.ArgumentParser(add_help=False)  # --state after the subcommand too
+    state.add_argument("--state", type=Path, default=argparse.SUPPRESS, help="folder for the runtime state")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text, parents=[state])
+
+    rel = add("release", "generate chapters/<id>/exercises.ipynb from solutions/")
     rel.add_argument("--check", action="store_true", help="compare with the committed notebooks")
-    gr = sub.add_parser("grade", help="autograde, feedback and grades.csv")
+    gr = add("grade", "autograde, feedback and grades.csv")
     gr.add_argument("submissions", type=Path, nargs="?", help="<student>/<assignment>/*.ipynb (default: submitted/)")
     gr.add_argument("--out", type=Path, default=None, help="CSV path (default: STATE/grades.csv)")
     gr.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
@@ -98,19 +106,50 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--assignment", help="grade this assignment's submissions again (with --student: that one)")
     gr.add_argument("--shard", type=_shard, metavar="I/N",
                     help="grade only shard I (0 to N-1) of N machines' (shards.py); `gather` when all are done")
-    ga = sub.add_parser("gather", help="the class's grades.csv from the shards of `grade --shard`, all done")
+    ga = add("gather", "the class's grades.csv from the shards of `grade --shard`, all done")
     ga.add_argument("--out", type=Path, default=None, help="CSV path (default: STATE/grades.csv)")
-    co = sub.add_parser("collect", help="import an LMS download (Canvas, Moodle, zip_collect) into submitted/")
+    co = add("collect", "import an LMS download (Canvas, Moodle, zip_collect) into submitted/")
     co.add_argument("zip", type=Path, help="the downloaded zip, or the folder it unpacks to")
     co.add_argument("--assignment", choices=assignments(), help="the assignment it holds (default: its notebooks say)")
     co.add_argument("--roster", type=Path, default=None, help="CSV: the LMS's student ids -> the course's")
     co.add_argument("--zone", default="UTC", help="time zone of the times in the zip (default UTC)")
     co.add_argument("--check", action="store_true", help="say what would be collected and skipped; write nothing")
-    ex = sub.add_parser("export", help="canvas.csv and totals.csv from the gradebook, late penalties applied")
+    ex = add("export", "canvas.csv and totals.csv from the gradebook, late penalties applied")
     ex.add_argument("--roster", type=Path, default=None, help="Canvas's gradebook export with a student column")
-    sub.add_parser("deadlines", help="check deadlines.csv alone: each assignment's due date and late policy")
-    sub.add_parser("settings", help="every ATTNBOOK_* setting: its unit, default, meaning and value here")
-    args = parser.parse_args(argv)
+    add("deadlines", "check deadlines.csv alone: each assignment's due date and late policy")
+    add("settings", "every ATTNBOOK_* setting: its unit, default, meaning and value here")
+    rep = add("report", "the class report of a graded state folder: STATE/report/index.html")
+    rep.add_argument("--out", type=Path, default=None, help="output folder (default: STATE/report)")
+    rep.add_argument("--threshold", type=float, default=None,
+                     help="share of an answer's code in common that flags a pair (default: similarity.THRESHOLD)")
+    cat = add("catalogue", "write the catalogue's class of right, wrong and hostile answers (make grader-check)")
+    cat.add_argument("dest", type=Path, help="folder for DEST/<student>/<assignment>/exercises.ipynb")
+    ch = add("check", "check a grades.csv of the catalogue's class against the grades the catalogue states")
+    ch.add_argument("grades", type=Path, help="the grades.csv of `grade` run on `catalogue`'s folder")
+    mu = add("mutants", "mutation testing: the one-edit mutants of each solution cell, graded by its checks")
+    mu.add_argument("assignments", nargs="*", help="chapter ids (default: every chapter)")
+    mu.add_argument("--cells", nargs="*", help="answer cells' grade ids (default: all)")
+    mu.add_argument("--out", type=Path, default=GRADER / "mutation", help="folder of the tables (default: %(default)s)")
+    mu.add_argument("--sample", type=int, help="grade at most this many mutants of a cell, evenly spaced")
+    mu.add_argument("--rules", action="store_true",
+                    help="grade only the rule mutants (autograder/mutation/rules/), not cosmic-ray's")
+    mu.add_argument("--messages", action="store_true",
+                    help="print, for each rule mutant, what its visible check tells the student")
+    ro = add("routes", "the installed functions that do a part's whole job, found and checked as refused")
+    ro.add_argument("--packages", nargs="*", default=None, help="packages to search (default: routes.PACKAGES)")
+    ro.add_argument("--out", type=Path, default=GRADER / "refused_routes.csv", help="the table (default: %(default)s)")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``attnbook-course`` with ``argv`` (default: the command line's); its exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not SOLUTIONS.is_dir():
+        print(f"attnbook-course works on the course's checkout it is installed from (pip install -e autograder): "
+              f"{ROOT} has no solutions/", file=sys.stderr)
+        return 2
+    args = parser().parse_args(argv)
+    args.command_line = ["attnbook-course", *argv]  # the tables of mutants and routes record it
     if args.command == "settings":
         print(settings.table())
         return 0
@@ -122,6 +161,25 @@ def main(argv: list[str] | None = None) -> int:
         return gather(args.state, args.out or args.state / "grades.csv")
     if args.command == "deadlines":
         return late.check(args.state.resolve(), assignments())
+    if args.command == "report":
+        from . import report  # matplotlib, copydetect: only for the commands that need them
+
+        return report.run(args)
+    if args.command in ("catalogue", "check"):
+        from .fixtures import catalogue  # reads every answer file
+
+        if args.command == "check":
+            return catalogue.check(args.grades)
+        print(f"{len(catalogue.build_submissions(args.dest))} submissions in {args.dest}")
+        return 0
+    if args.command == "mutants":
+        from . import mutants  # torch, cosmic-ray
+
+        return mutants.run(args)
+    if args.command == "routes":
+        from . import routes  # torch, scipy
+
+        return routes.run(args)
     default = args.state / "grades.csv" if args.shard is None else shards.folder(args.state, args.shard) / "grades.csv"
     return grade(args.submissions, args.state, args.out or default, max(1, args.jobs),
                  args.require_sandbox, args.student, args.assignment, args.shard)
@@ -133,7 +191,3 @@ def _shard(text: str) -> shards.Shard:
         return shards.parse(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-if __name__ == "__main__":
-    sys.exit(main())

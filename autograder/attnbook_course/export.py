@@ -25,14 +25,9 @@ cell is quoted (:mod:`csvcells`); scores are numbers, never prefixed.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import csvcells  # noqa: E402
-import intake  # noqa: E402
+from . import csvcells, intake
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
@@ -48,7 +43,7 @@ def canvas_header(assignment: str, roster_fields: list[str]) -> str:
 
 def net_scores(db_url: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """(assignment -> max score, student -> assignment -> score less late penalty) from the gradebook."""
-    from nbgrader_run import gradebook
+    from .nbgrader_run import gradebook
 
     maxima, scores = {}, {}
     with gradebook(db_url) as gb:

@@ -25,20 +25,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-from pathlib import Path
 
 from attnbook.grading.records import SubmissionRecord
 
-if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import feedback_filters  # noqa: E402
-import intake  # noqa: E402
-import late  # noqa: E402
-import submission  # noqa: E402
-from nbgrader_run import NOTEBOOK, Nbgrader  # noqa: E402
-from submission import CELL_ID, grade_id, nbgrader_meta  # noqa: E402
+from . import feedback_filters, intake, late, submission
+from .nbgrader_run import NOTEBOOK, Nbgrader
+from .submission import CELL_ID, grade_id, nbgrader_meta
 
 
 def feedback_notebook(nb, results: dict, released, notice: str | None = None):

@@ -30,11 +30,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import feedback_filters
-
 from attnbook.grading.records import SubmissionRecord
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import ROOT, feedback_filters
+
 NOTEBOOK = "exercises.ipynb"
 PAGE = "exercises.html"
 

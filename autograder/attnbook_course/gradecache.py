@@ -45,8 +45,8 @@ from pathlib import Path
 
 from attnbook.grading.records import SubmissionRecord
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+from . import GRADER, ROOT
+
 CACHE = "grading-cache"
 _CONFIG_SUFFIXES = (".py", ".json", ".yml", ".yaml", ".toml")  # autograder/'s code and configuration
 _NOT_GRADING = ("fixtures", "__pycache__", "report.py")  # in autograder/: nothing here changes a grade
@@ -80,8 +80,8 @@ def _grader() -> str:
     digest = hashlib.sha256()
     package = Path(attnbook.__file__).resolve().parent
     _digest_files(digest, package, [p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts])
-    _digest_files(digest, ROOT, [p for p in HERE.rglob("*") if p.is_file() and p.suffix in _CONFIG_SUFFIXES
-                                 and not set(p.relative_to(HERE).parts) & set(_NOT_GRADING)])
+    _digest_files(digest, ROOT, [p for p in GRADER.rglob("*") if p.is_file() and p.suffix in _CONFIG_SUFFIXES
+                                 and not set(p.relative_to(GRADER).parts) & set(_NOT_GRADING)])
     _digest_files(digest, ROOT, [ROOT / "tools" / "book_assets.py"])
     key = {
         "versions": [attnbook.__version__, sys.version, torch.__version__, nbgrader.__version__,

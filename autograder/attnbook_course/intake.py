@@ -53,8 +53,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path, PurePosixPath
 
-import download
-import names
+from . import download, names
 
 NOTEBOOK = "exercises.ipynb"
 MAX_DOWNLOAD = 4 << 30  # bytes written by one `collect` at most: past it, the rest is skipped and listed

@@ -8,7 +8,6 @@ judging, a judge that dies or runs out of time) scores its parts 0 and says why.
 
 from __future__ import annotations
 
-import sys
 import threading
 import traceback
 from collections.abc import Callable
@@ -17,12 +16,8 @@ from pathlib import Path
 
 from attnbook.grading.records import SubmissionRecord
 
-if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import intake  # noqa: E402
-import submission  # noqa: E402
-from nbgrader_run import Nbgrader  # noqa: E402
+from . import intake, submission
+from .nbgrader_run import Nbgrader
 
 STATUS_CHARS = 200  # of the message in a grading error's status (the traceback goes to the log)
 

@@ -494,7 +494,7 @@ def _shown(deadline: Deadline) -> str:
 def gradebook_deadlines(db_url: str) -> dict[tuple[str, str], datetime]:
     """(assignment, "") -> the due date nbgrader's gradebook holds, and (assignment, student) -> the
     student's own (with an extension), read in one session."""
-    from nbgrader_run import gradebook
+    from .nbgrader_run import gradebook
 
     out = {}
     with gradebook(db_url) as gb:
@@ -576,7 +576,8 @@ def record(db_url: str, results: list[SubmissionRecord], notebook: str, due: dic
     """Write each result's timestamp and penalty into nbgrader's gradebook, each assignment's due date
     ``due`` (the deadlines file's), and a student's own due date as nbgrader's extension."""
     from nbgrader.api import MissingEntry
-    from nbgrader_run import gradebook
+
+    from .nbgrader_run import gradebook
 
     def naive(iso: str | None) -> datetime | None:
         return datetime.fromisoformat(iso).astimezone(timezone.utc).replace(tzinfo=None) if iso else None

@@ -22,10 +22,10 @@ once) replaced by ``new`` so that only that rule is broken. Every rule mutant mu
 *seen*: failed by a visible check, which the student runs before handing in (tests/test_mutants.py
 grades them all); ``--messages`` prints what that check tells the student.
 
-    python autograder/mutants.py 02-transformer                 # every answer cell of a chapter
-    python autograder/mutants.py 02-transformer --cells sdpa_solution --out /tmp/m
-    python autograder/mutants.py 01-rnn-attention 02-transformer --rules   # only the rule mutants
-    python autograder/mutants.py 04-gpt-bpe --rules --messages  # and what each one's visible check says
+    attnbook-course mutants 02-transformer                 # every answer cell of a chapter
+    attnbook-course mutants 02-transformer --cells sdpa_solution --out /tmp/m
+    attnbook-course mutants 01-rnn-attention 02-transformer --rules   # only the rule mutants
+    attnbook-course mutants 04-gpt-bpe --rules --messages  # and what each one's visible check says
 
 Each chapter has its own two files, so that runs of different chapters never write the same one:
 ``OUT/<assignment>.csv`` (a ``# command | machine | date`` line per run that made it, then one row per
@@ -49,7 +49,6 @@ import difflib
 import io
 import re
 import signal
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,13 +57,14 @@ import nbformat
 import torch
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.plugins import get_operator, operator_names
-from inprocess import quietly, run_cell
 
-from attnbook.grading import judge
+from attnbook.grading import hidden_cases, judge
 from attnbook.measure import machine_header
 
-ROOT = Path(__file__).resolve().parent.parent
-RULES = ROOT / "autograder" / "mutation" / "rules"  # <assignment>.py: the hand-written rule mutants
+from . import GRADER, HIDDEN_CASES, ROOT
+from .inprocess import quietly, run_cell
+
+RULES = GRADER / "mutation" / "rules"  # <assignment>.py: the hand-written rule mutants
 SECONDS = 10  # a mutant that runs longer than this (a loop that never ends) is killed by the clock
 
 
@@ -188,6 +188,7 @@ class Notebook:
         path = ROOT / "solutions" / assignment / "exercises.ipynb"
         if not path.exists():
             raise ValueError(f"assignment {assignment!r}: no {path.relative_to(ROOT)}")
+        hidden_cases.default_to(HIDDEN_CASES)  # every case, visible and hidden, as the class is graded
         self.assignment = assignment
         self.answers: dict[str, str] = {}
         self.after: dict[str, list[str]] = {}  # answer cell -> the locked cells that follow it
@@ -400,20 +401,11 @@ class Chapter:
                         f.write("".join(f"\n```diff\n{b}\n```\n" for b in blocks))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("assignments", nargs="*", help="chapter ids (default: every chapter)")
-    parser.add_argument("--cells", nargs="*", help="answer cells' grade ids (default: all)")
-    parser.add_argument("--out", type=Path, default=ROOT / "autograder" / "mutation")
-    parser.add_argument("--sample", type=int, help="grade at most this many mutants of a cell, evenly spaced")
-    parser.add_argument("--rules", action="store_true",
-                        help="grade only the rule mutants (autograder/mutation/rules/), not cosmic-ray's")
-    parser.add_argument("--messages", action="store_true",
-                        help="print, for each rule mutant, what its visible check tells the student")
-    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
+def run(args: argparse.Namespace) -> int:
+    """``attnbook-course mutants``: grade the mutants ``args`` ask for and write their tables (headed by
+    ``args.command_line``)."""
     torch.set_num_threads(1)
-    command = ["python", "autograder/mutants.py", *(argv if argv is not None else sys.argv[1:])]
-    header = machine_header("cpu", command=command)
+    header = machine_header("cpu", command=args.command_line)
     chosen = args.assignments or sorted(p.parent.name for p in (ROOT / "solutions").glob("*/exercises.ipynb"))
     for assignment in chosen:
         notebook = Notebook(assignment)
@@ -437,7 +429,3 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {rule}: {said}", flush=True)
             chapter.write(args.out, list(notebook.answers))  # after every cell: a long run can be read as it goes
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

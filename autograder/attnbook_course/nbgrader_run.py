@@ -21,11 +21,10 @@ from pathlib import Path
 
 from attnbook import settings
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+from . import GRADER, ROOT
+
 SOLUTIONS = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
-HIDDEN_CASES = HERE / "hidden"  # the hidden cases of every part (instructor-only: attnbook.grading.hidden_cases)
 NOTEBOOK = "exercises.ipynb"
 MAX_NOTEBOOK = 64 << 20  # bytes: a submission larger than this is not graded
 
@@ -106,7 +105,7 @@ class Nbgrader:
         given = {a.split("=")[0] for a in args if a.startswith("--")}  # an option in args replaces the state's
         cmd = [sys.executable, "-m", "nbgrader", *args, *(o for o in self.options if o.split("=")[0] not in given),
                "--log-level=WARN"]
-        done = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True,
+        done = subprocess.run(cmd, cwd=GRADER, capture_output=True, text=True,
                               env={**os.environ, "PATH": scripts_path()})
         if check and done.returncode != 0:
             raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{done.stdout}{done.stderr}")

@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from attnbook.grading.records import SubmissionRecord
 
-if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from judging import grading_error  # noqa: E402
-from nbgrader_run import NOTEBOOK, gradebook  # noqa: E402
+from .judging import grading_error
+from .nbgrader_run import NOTEBOOK, gradebook
 
 LOCK_KEY = 0x6174746E626F6F6B  # "attnbook": the PostgreSQL advisory lock of the class's grading runs
 

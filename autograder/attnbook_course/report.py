@@ -1,8 +1,8 @@
 """A class report from a graded state folder: how each part and each student went, and what needs a look.
 
-    python autograder/report.py [--state DIR] [--out DIR/report] [--threshold 0.5]
+    attnbook-course [--state DIR] report [--out DIR/report] [--threshold 0.5]
 
-Reads what ``course.py grade`` wrote in DIR: ``grades.csv``,
+Reads what ``attnbook-course grade`` wrote in DIR: ``grades.csv``,
 ``results/<student>/<assignment>.json``, the feedback pages and the submitted
 notebooks. Writes OUT/index.html (no external scripts or styles) and, beside
 it, two PNGs per assignment. For every assignment, parts in notebook order:
@@ -15,7 +15,7 @@ it, two PNGs per assignment. For every assignment, parts in notebook order:
   "- ", or the whole message), each once, with how many students made it and on which parts;
 * per student: the total after any late penalty, late work (when the results carry a ``late`` entry),
   similar answers, the status and a link to the feedback page;
-* the similar answers found by ``similarity.py``, the two code blocks side by side;
+* the similar answers found by :mod:`.similarity`, the two code blocks side by side;
 * the rows whose status is not "ok".
 
 With more than one assignment, a first table gives each student's totals. Every name shown is escaped and
@@ -41,11 +41,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after choosing the backend
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the grader's modules, beside this file
-import csvcells  # noqa: E402 (after its folder is on the path)
-import nbgrader_run  # noqa: E402
-import similarity  # noqa: E402
-import submission  # noqa: E402
+from . import csvcells, nbgrader_run, similarity, submission
 
 ROOT = nbgrader_run.ROOT
 TOP = 5  # mistakes kept per part (the most frequent)
@@ -316,7 +312,7 @@ def report(state: Path, out: Path, threshold: float = similarity.THRESHOLD) -> P
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Grading report</title>'
         f"<style>{STYLE}</style></head>\n<body><h1>Grading report</h1>\n"
         f"<p>From {html.escape(str(state.resolve()))}; similar answers: at least {100 * threshold:.0f}% of "
-        f"one answer's code in common (autograder/similarity.py).</p>\n{body}\n</body></html>\n"
+        f"one answer's code in common (attnbook_course.similarity).</p>\n{body}\n</body></html>\n"
     )
     return page
 
@@ -332,27 +328,20 @@ def listed(page: str) -> set[str]:
     return {html.unescape(cell) for t in tables for cell in re.findall(r"<tr><td>(.*?)</td>", t, flags=re.S)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--state", type=Path, default=ROOT, help="graded state folder (default: the repository)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: STATE/report)")
-    parser.add_argument("--threshold", type=float, default=similarity.THRESHOLD,
-                        help="share of an answer's code in common that flags a pair (default: %(default)s)")
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """``attnbook-course report``: write the report of ``args.state``; 1 when a student of its grades.csv
+    has no row in it, 2 when there is no grades.csv or the threshold is out of range."""
     if not (args.state / "grades.csv").exists():
-        print(f"no {args.state / 'grades.csv'}: run `course.py grade` first", file=sys.stderr)
+        print(f"no {args.state / 'grades.csv'}: run `attnbook-course grade` first", file=sys.stderr)
         return 2
-    if not 0 < args.threshold <= 1:
-        print(f"--threshold must be in (0, 1], got {args.threshold}", file=sys.stderr)
+    threshold = similarity.THRESHOLD if args.threshold is None else args.threshold
+    if not 0 < threshold <= 1:
+        print(f"--threshold must be in (0, 1], got {threshold}", file=sys.stderr)
         return 2
-    page = report(args.state, args.out or args.state / "report", args.threshold)
+    page = report(args.state, args.out or args.state / "report", threshold)
     print(f"wrote {page}")
     graded, shown = {r["student"] for r in csvcells.read(args.state / "grades.csv")}, listed(page.read_text())
     lost = sorted(graded - shown)
     print(f"{len(graded & shown)} of the {len(graded)} students in grades.csv have a row in the report"
           + (f"; missing: {', '.join(lost)}" if lost else ""))
     return 1 if lost else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

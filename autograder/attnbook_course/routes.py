@@ -13,8 +13,8 @@ keeps those whose result equals the reference's. The calls run in a child
 process, one time limit each; a call that hangs or crashes the child costs
 that candidate only.
 
-    python autograder/routes.py                      # every probe, every package: a few minutes
-    python autograder/routes.py --packages scipy     # one package
+    attnbook-course routes                      # every probe, every package: a few minutes
+    attnbook-course routes --packages scipy     # one package
 
 It writes ``autograder/refused_routes.csv``: part, function, route, and
 whether the part refuses it; ``tests/test_routes.py`` fails while any route
@@ -46,8 +46,9 @@ import torch
 
 from attnbook.measure import machine_header
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "autograder" / "refused_routes.csv"
+from . import GRADER
+
+OUT = GRADER / "refused_routes.csv"
 # Where a whole-job routine may live: the numeric libraries the course installs, walked completely.
 PACKAGES = ("numpy", "scipy", "sklearn", "networkx", "torch.nn.functional", "torch.linalg", "torch.special", "torch",
             "timm.layers")
@@ -336,19 +337,13 @@ def write(hits: list[tuple[str, str, str]], header: str, out: Path = OUT) -> Non
             w.writerow([part, function, route, "yes" if route in parts[part].forbidden else f"no: {allowed}"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--packages", nargs="*", default=list(PACKAGES))
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    header = machine_header("cpu", threads=1, command=["python", "autograder/routes.py", *sys.argv[1:]])
+def run(args: argparse.Namespace) -> int:
+    """``attnbook-course routes``: search ``args.packages`` (default :data:`PACKAGES`) and write the table
+    (headed by ``args.command_line``)."""
+    header = machine_header("cpu", threads=1, command=args.command_line)
     start = time.perf_counter()
-    hits = search(tuple(args.packages))
+    hits = search(tuple(args.packages or PACKAGES))
     write(hits, f"{header} | {time.perf_counter() - start:.0f} s", args.out)
     for hit in hits:
         print(*hit)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

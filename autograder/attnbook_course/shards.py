@@ -30,16 +30,11 @@ import hashlib
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 from attnbook.grading.records import SubmissionRecord
 
-if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import gradecache  # noqa: E402
-import recording  # noqa: E402
+from . import gradecache, recording
 
 SHARDS = "shards"  # STATE/shards/I-of-N/: what shard I of N writes for the class as a whole
 MANIFEST = "manifest.json"

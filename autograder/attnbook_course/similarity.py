@@ -1,6 +1,6 @@
 """Similar answers in a class: each part's answers compared with one another and with the package's reference.
 
-    python autograder/similarity.py [--state DIR] [--threshold T]   # prints the flagged pairs and the time
+    python -m attnbook_course.similarity [--state DIR] [--threshold T]   # prints the flagged pairs and the time
 
 A *part* here is a solution cell of the source notebook (``sdpa_solution``):
 a student's answer to it is that cell in their submission plus every code
@@ -42,10 +42,7 @@ import copydetect
 import numpy as np
 from copydetect.utils import highlight_overlap
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the grader's modules, beside this file
-import intake  # noqa: E402 (after its folder is on the path)
-import nbgrader_run  # noqa: E402
-import submission  # noqa: E402
+from . import intake, nbgrader_run, submission
 
 NOISE = 20  # characters of filtered code per hashed run: of 15-35, the widest gap on the catalogue (tests)
 THRESHOLD = 0.5  # the share of an answer's hashed code found in the other: see tests/test_similarity.py

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 from pathlib import Path
 
 from attnbook.grading.plan import Cell, Step, Test
 
-if str(Path(__file__).resolve().parent) not in sys.path:  # the siblings, wherever this file is loaded from
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import review  # noqa: E402
-from nbgrader_run import CHAPTERS, MAX_NOTEBOOK, NOTEBOOK, ROOT, SOLUTIONS  # noqa: E402
+from . import review
+from .nbgrader_run import CHAPTERS, MAX_NOTEBOOK, NOTEBOOK, ROOT, SOLUTIONS
 
 CELL_TYPES = ("code", "markdown", "raw")
 CELL_ID = re.compile(r"[a-zA-Z0-9-_]{1,64}")  # nbformat's pattern for a cell's id
