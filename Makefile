@@ -59,10 +59,12 @@ endif
 	$(PY) tools/lint_pages.py _build/html || { rm -rf _build/.doctrees; exit 1; }
 	@echo "Open the book: _build/html/index.html"
 
-# The instructor edition: the book plus every chapter's solution notebook, executed (never published).
+# The instructor edition: the book plus every chapter's solution notebook, executed (never published), its
+# test cells graded with the hidden cases too.
 book-instructor: data
 	$(PY) tools/instructor_edition.py _build/instructor-config
-	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --path-output _build/instructor \
+	ATTNBOOK_HIDDEN_CASES=$(CURDIR)/autograder/hidden \
+		$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --path-output _build/instructor \
 		--toc _build/instructor-config/_toc.yml --config _build/instructor-config/_config.yml
 	@echo "Open the instructor edition: _build/instructor/_build/html/index.html"
 

@@ -144,7 +144,7 @@ def student_notebook():
 
 @pytest.fixture(scope="module")
 def feedback_page(tmp_path_factory) -> Path:
-    """A feedback page, written as ``course.py grade`` writes it (tests/test_hostile_pages.py's ``pages``)."""
+    """A feedback page, written as ``attnbook-course grade`` writes it (tests/test_hostile_pages.py's ``pages``)."""
     from attnbook_course import feedback_notebook
 
     state = tmp_path_factory.mktemp("a11y-state")

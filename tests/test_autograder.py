@@ -1,6 +1,6 @@
 """The grading pipeline end to end: release, the sandboxed judge, feedback, grades.csv.
 
-A class drawn from the catalogue (autograder/fixtures/answers/) is graded with
+A class drawn from the catalogue (autograder/attnbook_course/fixtures/answers/) is graded with
 the instructor's own command, in parallel, and its grades are checked against
 the catalogue: every hostile and broken student (the attacks on the class's run
 itself are tests/test_containment.py's), and per chapter the one-mistake

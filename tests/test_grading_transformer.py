@@ -1,6 +1,6 @@
 """attnbook.grading.transformer, fast: what is particular to chapter 2's checks.
 
-The catalogue (autograder/fixtures/answers/02-transformer.py) is graded
+The catalogue (autograder/attnbook_course/fixtures/answers/02-transformer.py) is graded
 in-process by test_exercises.py and end to end through the sandboxed judge in
 test_autograder.py. Here: unit tests of the pieces the checks rely on (traps,
 partial credit, parameters by name) and of the cases themselves (each edge case

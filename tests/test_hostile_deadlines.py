@@ -1,4 +1,4 @@
-"""A hostile or careless ``deadlines.csv`` (autograder/late.py): each way of getting it wrong is read right or
+"""A hostile or careless ``deadlines.csv`` (attnbook_course.late): each way of getting it wrong is read right or
 refused before anyone is judged, with every problem named by file, line and column; then the commands."""
 
 import codecs

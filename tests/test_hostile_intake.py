@@ -1,4 +1,4 @@
-"""The intake's catalogue of hostile and mistaken inputs (autograder/intake.py, download.py, names.py): one case
+"""The intake's catalogue of hostile and mistaken inputs (attnbook_course.intake, download, names): one case
 per mechanism, each beside a control student who must be collected as if the attacker were not there."""
 
 import os

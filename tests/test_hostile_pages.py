@@ -6,7 +6,7 @@ page's title becomes PWNED, an element ``pwned-<payload>`` appears) or would
 leave live markup behind (a ``javascript:`` or ``data:`` link, an SVG, a frame,
 a form, a style sheet of its own, a third script). The fast tests run the
 sanitiser and the Content-Security-Policy on their own; the slow ones build the
-autograded notebooks as ``course.py grade`` does (``feedback_notebook``), and
+autograded notebooks as ``attnbook-course grade`` does (``feedback_notebook``), and
 also as a notebook written before the fix or by hand would be (only the
 ``generate_feedback`` preprocessor between it and the page), run nbgrader's
 ``generate_feedback`` once through ``feedback_pages.write_pages`` on a small
@@ -220,7 +220,7 @@ def submissions(released) -> dict[str, tuple]:
     judge = "judge: fine & dandy <ok>"
     made = {}
 
-    def grader(nb, message=judge, notice=None):  # as course.py grade writes it
+    def grader(nb, message=judge, notice=None):  # as attnbook-course grade writes it
         parts = {"test_answer": {"score": 1.0, "max_score": 1.0, "message": message}}
         return feedback_notebook.feedback_notebook(nb, parts, released, notice), message
 

@@ -1,4 +1,4 @@
-"""Intake from an LMS (autograder/intake.py), deadlines (late.py) and grades out (export.py), on small
+"""Intake from an LMS (autograder/attnbook_course/intake.py), deadlines (late.py) and grades out (export.py), on small
 synthetic downloads built here; one cheap grading run of broken, misnamed and late notebooks at the end."""
 
 import csv

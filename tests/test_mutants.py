@@ -1,4 +1,4 @@
-"""autograder/mutants.py: cosmic-ray's mutants of a solution cell, and the hand-written rule mutants,
+"""autograder/attnbook_course/mutants.py: cosmic-ray's mutants of a solution cell, and the hand-written rule mutants,
 graded by the cell's own test cells."""
 
 import contextlib

@@ -1,6 +1,6 @@
 """What incremental grading keys on, and the course's settings for nbgrader's own tools (fast: no grading).
 
-``autograder/gradecache.py`` decides which submissions ``make grade`` grades
+``autograder/attnbook_course/gradecache.py`` decides which submissions ``make grade`` grades
 again: a change of the submission, of the assignment's source or released
 notebook, of the grader's code or of its settings must change the key, and
 nothing else may. ``tests/test_term.py`` grades a class incrementally

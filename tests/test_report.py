@@ -1,6 +1,6 @@
-"""The class report (autograder/report.py) on a small hand-made graded state folder.
+"""The class report (autograder/attnbook_course/report.py) on a small hand-made graded state folder.
 
-No notebook is graded: the state folder holds the files ``course.py grade``
+No notebook is graded: the state folder holds the files ``attnbook-course grade``
 writes (grades.csv, the results JSONs, a feedback page) and three submitted
 notebooks, two of which share an answer (from the similarity catalogue), one of them misnamed.
 """

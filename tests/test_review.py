@@ -1,4 +1,4 @@
-"""The review flags of ``course.py grade`` (autograder/review.py): one spelling of each trick per case."""
+"""The review flags of ``attnbook-course grade`` (attnbook_course.review): one spelling of each trick per case."""
 
 import doctest
 from pathlib import Path

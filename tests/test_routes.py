@@ -1,4 +1,4 @@
-"""autograder/routes.py: the installed functions that do a part's whole job are found, and refused."""
+"""autograder/attnbook_course/routes.py: the installed functions that do a part's whole job are found, and refused."""
 
 import csv
 from pathlib import Path

@@ -1,5 +1,5 @@
 """attnbook.settings: every ATTNBOOK_* variable is declared there once, read only through it, and printed by
-``course.py settings``; the grader's processes talk through arguments and the wire, never through a setting."""
+``attnbook-course settings``; the grader's processes talk through arguments and the wire, never through a setting."""
 
 import ast
 import os

@@ -1,6 +1,6 @@
-"""The similarity check (autograder/similarity.py) on a catalogue of copied and independent answers.
+"""The similarity check (autograder/attnbook_course/similarity.py) on a catalogue of copied and independent answers.
 
-The catalogue (``autograder/fixtures/similar_answers.py``) has, for three
+The catalogue (``autograder/attnbook_course/fixtures/similar_answers.py``) has, for three
 parts, one student's answer, four copies of it or of the reference (names
 changed, lines reordered, reformatted, pasted from the package) and three or
 four right answers written independently. The threshold was chosen on it:

@@ -1,6 +1,6 @@
 """A term's grading end to end, with the instructor's own commands, and its grades against a full serial run.
 
-A class of five from the catalogue (``autograder/fixtures/``), chapter 3 (the
+A class of five from the catalogue (``autograder/attnbook_course/fixtures/``), chapter 3 (the
 cheapest to grade), arrives as two Canvas downloads:
 
 * the first, after the due date: ada (alternative right answers), bo (ada's

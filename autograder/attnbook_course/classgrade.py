@@ -1,4 +1,4 @@
-"""``course.py grade``: grade a class's submissions incrementally and write every output.
+"""``attnbook-course grade``: grade a class's submissions incrementally and write every output.
 
 The submissions are copied into ``STATE/submitted/`` (adding and updating,
 never deleting); those new or changed since the last run (``gradecache.py``)
@@ -147,7 +147,7 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
         print(f"{len(broken)} submissions need a look (grading error; tracebacks in "
               f"{logfile}): {', '.join(broken)}", file=sys.stderr)
     if shard is not None:
-        print(f"shard {shard[0]}/{shard[1]} done: `course.py gather` writes the class's grades.csv once all are")
+        print(f"shard {shard[0]}/{shard[1]} done: `attnbook-course gather` writes the class's grades.csv once all are")
     counted, missing = feedback_pages.report(nbgrader.state, results, pages)
     for line in missing:  # each with nbgrader's reason; the grades stand, so the run still succeeds
         print(line, file=sys.stderr)
@@ -180,7 +180,7 @@ def _plain_dir(path: Path) -> bool:
 
 
 def gather(state: Path, out: Path) -> int:
-    """``course.py gather``: the class's grades.csv and grading.log from its shards, once all are done."""
+    """``attnbook-course gather``: the class's grades.csv and grading.log from its shards, once all are done."""
     state = state.resolve()
     try:
         results, log = shards.gather(state, class_pairs(state / "submitted"), gradebook_url(state))

@@ -1,6 +1,6 @@
 """Grades out: a Canvas gradebook CSV and a plain per-student totals CSV, from nbgrader's gradebook.
 
-``course.py export [--roster CSV]`` writes, in the state folder:
+``attnbook-course export [--roster CSV]`` writes, in the state folder:
 
 * ``canvas.csv``, for Canvas's Grades → Import: the columns ``Student, ID, SIS User ID, SIS Login ID,
   Section``, then one column per assignment, and a ``Points Possible`` row, as Canvas's own gradebook
@@ -91,7 +91,7 @@ def export(db_url: str, state: Path, roster_path: Path | None = None, problems: 
     fields, roster = intake.roster_rows(roster_path, problems) if roster_path else ([], {})
     maxima, scores = net_scores(db_url)
     if not maxima:
-        raise ValueError(f"the gradebook {db_url} holds no assignment: run `course.py grade` first")
+        raise ValueError(f"the gradebook {db_url} holds no assignment: run `attnbook-course grade` first")
     canvas, totals = state / "canvas.csv", state / "totals.csv"
     csvcells.write(canvas, *canvas_rows(maxima, scores, roster, fields))
     csvcells.write(totals, ["student", *maxima, "total", "max_total"],

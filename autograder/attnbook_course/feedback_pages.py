@@ -1,6 +1,6 @@
 """Write the feedback pages of a grading run: only those that are new, each with MathJax inline and a CSP.
 
-``course.py grade`` calls :func:`write_pages` once per run. The pages of the
+``attnbook-course grade`` calls :func:`write_pages` once per run. The pages of the
 submissions graded now are written again (an earlier submission's page goes
 first, even when the new one gets none: a notebook that is missing now); a
 submission kept from an earlier run gets its page only if it has none. One
@@ -102,7 +102,7 @@ def _reason(log: str, folder: str) -> str:
 
 
 def report(state: Path, results: list[SubmissionRecord], pages: Pages) -> tuple[str, list[str]]:
-    """The line that ends ``course.py grade``'s output (the pages there are for the submissions of
+    """The line that ends ``attnbook-course grade``'s output (the pages there are for the submissions of
     ``results``), and a line for each submission without one, with the reason ``pages`` gives."""
     pairs = [(r["student"], r["assignment"]) for r in results]
     lacking = [p for p in pairs if not (state / "feedback" / p[0] / p[1] / PAGE).exists()]

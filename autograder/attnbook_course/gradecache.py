@@ -15,7 +15,7 @@ depend on:
   sandbox's isolation and every ``ATTNBOOK_GRADING_*`` setting (time and memory
   limits change what a slow answer scores).
 
-``course.py grade`` keeps each submission's results with its key in
+``attnbook-course grade`` keeps each submission's results with its key in
 ``STATE/grading-cache/<student>/<assignment>.json`` and grades again only the
 submissions whose key changed (or whose last grading failed); the others keep
 their stored results, so the gradebook, ``grades.csv``, the results and the

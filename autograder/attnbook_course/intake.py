@@ -1,7 +1,7 @@
 """Submissions from the real world: an LMS download into ``submitted/``, misnamed notebooks, what to tell a
 student whose notebook could not be graded.
 
-``course.py collect ZIP [--assignment ID] [--roster CSV]`` reads a zip (or its unpacked folder) in any
+``attnbook-course collect ZIP [--assignment ID] [--roster CSV]`` reads a zip (or its unpacked folder) in any
 of these layouts, one member at a time (``download.py``), and writes ``submitted/<student>/<assignment>/``
 with the files under their own names and a ``timestamp.txt`` (the time nbgrader's exchange would have
 written); the assignment, unless named, is the one whose grade ids the notebooks share:

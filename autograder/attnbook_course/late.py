@@ -458,7 +458,7 @@ def load(state: Path, assignments: Iterable[str], students: Iterable[str] | None
 
 
 def check(state: Path, assignments: list[str]) -> int:
-    """``course.py deadlines``: read ``state/deadlines.csv`` as ``grade`` does, and print each assignment's
+    """``attnbook-course deadlines``: read ``state/deadlines.csv`` as ``grade`` does, and print each assignment's
     due date (in UTC and in the zone the file wrote), its policy and its extensions; 2 if the file is wrong."""
     path = state / DEADLINES
     try:

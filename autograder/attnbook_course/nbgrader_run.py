@@ -1,4 +1,4 @@
-"""The course's paths, its gradebook's URL, nbgrader's commands and ``course.py release``.
+"""The course's paths, its gradebook's URL, nbgrader's commands and ``attnbook-course release``.
 
 :class:`Nbgrader` runs nbgrader in ``autograder/`` (where its config lives)
 with the runtime state (release, submitted, autograded, feedback, the

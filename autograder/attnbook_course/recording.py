@@ -1,6 +1,6 @@
 """The gradebook side of grading: record the judge's scores, read what it holds, and one writer at a time.
 
-Shards of a class (``course.py grade --shard i/N``) share one gradebook: every
+Shards of a class (``attnbook-course grade --shard i/N``) share one gradebook: every
 write of a grading run (nbgrader's ``generate_assignment``, the scores, the
 late penalties) and its first read (which may create the tables) hold
 :func:`lock`, so two shards never create the same student, assignment or

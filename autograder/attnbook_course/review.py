@@ -1,4 +1,4 @@
-"""Code in a submission that deserves a human look: the review flags of ``course.py grade`` (never penalised).
+"""Code in a submission that deserves a human look: the review flags of ``attnbook-course grade`` (never penalised).
 
 Each of a student's cells is read as Python (its syntax tree), so that a flag
 does not depend on how the code is spelled: a module reached through

@@ -1,4 +1,4 @@
-"""One class graded by N machines into one gradebook: ``course.py grade --shard I/N``, then ``gather``.
+"""One class graded by N machines into one gradebook: ``attnbook-course grade --shard I/N``, then ``gather``.
 
 Shard ``I`` of ``N`` grades the submissions whose stable hash (:func:`owner`:
 the sha256 of the student and assignment ids, nothing of the machine, the
@@ -103,7 +103,8 @@ def gather(state: Path, pairs: list[Pair], db_url: str) -> tuple[list[Submission
     is missing (not done, stopped, or submitted since)."""
     manifests = [json.loads(p.read_text()) for p in sorted((state / SHARDS).glob(f"*/{MANIFEST}"))]
     if not manifests:
-        raise ValueError(f"no shard is done in {state / SHARDS}: run `course.py grade --shard I/N` for each I first")
+        raise ValueError(f"no shard is done in {state / SHARDS}: run `attnbook-course grade --shard I/N` for each "
+                         "I first")
     counts = sorted({m["shard"][1] for m in manifests})
     if len(counts) > 1:
         raise ValueError(f"shards of {' and of '.join(map(str, counts))} machines in {state / SHARDS}: grade again")
