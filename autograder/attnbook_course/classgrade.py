@@ -201,10 +201,10 @@ def write_csv(results: list[SubmissionRecord], out: Path) -> None:
     rows = []
     for result in results:
         cells = columns[result["assignment"]]
-        row = {"student": result["student"], "assignment": result["assignment"]}
-        row.update({gid: round(result["parts"][gid]["score"], 2) for gid in cells})
-        row["score"] = round(sum(row[gid] for gid in cells), 2)
-        row["max_score"] = sum(result["parts"][gid]["max_score"] for gid in cells)
+        scores = {gid: round(result["parts"][gid]["score"], 2) for gid in cells}
+        row: dict[str, str | float] = {"student": result["student"], "assignment": result["assignment"], **scores,
+                                       "score": round(sum(scores.values()), 2),
+                                       "max_score": sum(result["parts"][gid]["max_score"] for gid in cells)}
         row.update(late.columns(result))
         row["status"] = result["status"]
         rows.append(row)
@@ -216,5 +216,5 @@ def write_csv(results: list[SubmissionRecord], out: Path) -> None:
     with open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields, restval="", quoting=csvcells.QUOTING)
         writer.writeheader()
-        writer.writerows(csvcells.row(r) for r in rows)  # a student's id or file name never opens as a formula
+        writer.writerows(csvcells.record(r) for r in rows)  # a student's id or file name never opens as a formula
     tmp.replace(out)

@@ -66,7 +66,7 @@ def lms(args: argparse.Namespace) -> int:
     state = args.state.resolve()
     try:
         if args.command == "collect":
-            known = {a: {grade_id(c) for c in released(a).cells} - {None} for a in assignments()}
+            known = {a: {gid for c in released(a).cells if (gid := grade_id(c))} for a in assignments()}
             rules = late.load(state, assignments())  # a wrong deadlines.csv: every problem, nothing collected
             with tempfile.TemporaryDirectory(prefix="attnbook-collect-check-") as scratch:  # --check: kept nowhere
                 target = Path(scratch) / "submitted" if args.check else state / "submitted"

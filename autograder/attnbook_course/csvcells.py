@@ -28,9 +28,10 @@ import csv
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Final
 
 FORMULA = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may read as the start of a formula
-QUOTING = csv.QUOTE_NONNUMERIC  # text cells quoted, numbers bare
+QUOTING: Final = csv.QUOTE_NONNUMERIC  # text cells quoted, numbers bare
 _INSIDE = re.compile(r"[,;\t\r\n\"'][=+\-@\t\r]")  # such a character after a separator or a quote
 
 
@@ -54,11 +55,14 @@ def read_back(value: str) -> str:
     return value[1:] if value.startswith("'") else value
 
 
-def row(cells: Mapping | Iterable) -> dict | list:
-    """A row (a dict, as ``csv.DictWriter`` takes, or a list) with every cell :func:`neutral`."""
-    if isinstance(cells, Mapping):
-        return {k: neutral(v) for k, v in cells.items()}
+def row(cells: Iterable) -> list:
+    """A row with every cell :func:`neutral`."""
     return [neutral(v) for v in cells]
+
+
+def record(cells: Mapping) -> dict:
+    """A row as ``csv.DictWriter`` takes it, name -> cell, with every cell :func:`neutral`."""
+    return {k: neutral(v) for k, v in cells.items()}
 
 
 def write(path: Path, header: list[str], rows: Iterable[Iterable]) -> None:

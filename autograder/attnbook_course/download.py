@@ -18,6 +18,7 @@ a member whose size was misdeclared, or a zip bomb, costs at most the cap on dis
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import zipfile
@@ -57,7 +58,7 @@ def members(source: Path) -> Iterator[list[Member]]:
             mode = info.external_attr >> 16
             regular = stat.S_IFMT(mode) in (0, stat.S_IFREG)  # 0: no file type (Windows's zips, Python's)
             out.append(Member(info.filename, info.file_size, datetime(*info.date_time), regular,
-                              lambda info=info: archive.open(info)))
+                              functools.partial(archive.open, info)))
         yield sorted(out, key=lambda m: m.path)
 
 
@@ -67,7 +68,7 @@ def _folder(source: Path) -> Iterator[Member]:
             path = Path(top) / name
             info = path.lstat()
             yield Member(path.relative_to(source).as_posix(), info.st_size, datetime.fromtimestamp(info.st_mtime),
-                         stat.S_ISREG(info.st_mode), lambda path=path: _open_plain(path))
+                         stat.S_ISREG(info.st_mode), functools.partial(_open_plain, path))
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
 
 

@@ -45,7 +45,8 @@ def net_scores(db_url: str) -> tuple[dict[str, float], dict[str, dict[str, float
     """(assignment -> max score, student -> assignment -> score less late penalty) from the gradebook."""
     from .nbgrader_run import gradebook
 
-    maxima, scores = {}, {}
+    maxima: dict[str, float] = {}
+    scores: dict[str, dict[str, float]] = {}
     with gradebook(db_url) as gb:
         for assignment in gb.assignments:
             maxima[assignment.name] = float(assignment.max_score)
@@ -80,7 +81,7 @@ def canvas_rows(maxima: dict[str, float], scores: dict[str, dict[str, float]],
                    info.get("SIS Login ID", ""), info.get("Section", "")]
         else:
             who = [student, student if student.isdigit() else "", "", "" if student.isdigit() else student, ""]
-        rows.append(who + [_cell(got.get(a)) for a in maxima])
+        rows.append([*who, *(_cell(got.get(a)) for a in maxima)])
     return header, rows
 
 

@@ -109,7 +109,7 @@ def _inert(cleaned: str) -> str:
     return block
 
 
-def _images(attachments) -> dict:
+def _images(attachments: object) -> dict:
     """A cell's attachments that can be shown: PNG, JPEG and GIF, as base64 text."""
     kept = {}
     for name, bundle in (attachments.items() if isinstance(attachments, dict) else ()):
@@ -121,14 +121,14 @@ def _images(attachments) -> dict:
     return kept
 
 
-def _text(value) -> str | None:
+def _text(value: object) -> str | None:
     """An output's or attachment's text, as nbformat writes it: a string or a list of them."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "".join(value)
     return value if isinstance(value, str) else None
 
 
-def safe_markdown(source: str, attachments=None) -> str:
+def safe_markdown(source: str, attachments: object = None) -> str:
     """A markdown cell's source as inert HTML (its attachments' images inline)."""
     try:
         rendered = _markdown(source, _images(attachments))
@@ -137,7 +137,7 @@ def safe_markdown(source: str, attachments=None) -> str:
     return _inert(clean_html(rendered))
 
 
-def safe_outputs(outputs: list) -> list:
+def safe_outputs(outputs: object) -> list:
     """Outputs that cannot run: text, errors, PNG and JPEG, sanitised HTML; no JavaScript, widget or SVG."""
     from nbformat.v4 import new_output
 
@@ -156,10 +156,10 @@ def safe_outputs(outputs: list) -> list:
             shown = {mime: _text(data.get(mime)) for mime in ("text/plain", "image/png", "image/jpeg")}
             shown = {mime: text for mime, text in shown.items()
                      if text is not None and (mime == "text/plain" or _BASE64.fullmatch(text))}
-            if _text(data.get("text/html")) is not None:
-                shown["text/html"] = clean_html(_text(data["text/html"]))
-            elif _text(data.get("text/markdown")) is not None:
-                shown["text/html"] = safe_markdown(_text(data["text/markdown"]))
+            if (page := _text(data.get("text/html"))) is not None:
+                shown["text/html"] = clean_html(page)
+            elif (page := _text(data.get("text/markdown"))) is not None:
+                shown["text/html"] = safe_markdown(page)
             if "image/svg+xml" in data and not set(shown) - {"text/plain"}:
                 shown["text/plain"] = "[an SVG image is left out of this page: SVG can run scripts]\n" + (
                     shown.get("text/plain") or "")
@@ -169,13 +169,13 @@ def safe_outputs(outputs: list) -> list:
     return kept
 
 
-def safe_cell(cell) -> None:
+def safe_cell(cell: dict) -> None:
     """Make ``cell`` (an nbformat cell) inert in place: see the module's docstring."""
-    meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+    meta = given if isinstance(given := cell.get("metadata"), dict) else {}
     tags = [t for t in meta.get("tags", []) if isinstance(t, str) and t and "," not in t] \
         if isinstance(meta.get("tags"), list) else []
     grading = meta.get("nbgrader")
-    keep = {"tags": list(dict.fromkeys(tags))} if tags else {}  # nbformat: unique tags, none with a comma
+    keep: dict[str, object] = {"tags": list(dict.fromkeys(tags))} if tags else {}  # nbformat: unique, no comma
     if isinstance(grading, dict) and re.fullmatch(r"[\w.-]+", str(grading.get("grade_id"))):
         keep["nbgrader"] = grading  # the template writes the id into the page as it is
     if cell.get("cell_type") == "markdown":
@@ -223,7 +223,7 @@ class HideHiddenTests(Preprocessor):
 QUEUE_NAMES = "students.json"  # feedback_pages.py's queue: {folder name: student id}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     """``GetGrades``: nbgrader's, reading the student of a queue folder (``feedback_pages.py``) from the queue's
     ``students.json``; made on first use, as importing nbgrader's preprocessors takes seconds."""
     if name != "GetGrades":

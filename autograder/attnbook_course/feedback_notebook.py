@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from typing import TYPE_CHECKING
 
 from attnbook.grading.records import SubmissionRecord
 
@@ -32,8 +33,12 @@ from . import feedback_filters, intake, late, submission
 from .nbgrader_run import NOTEBOOK, Nbgrader
 from .submission import CELL_ID, grade_id, nbgrader_meta
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
-def feedback_notebook(nb, results: dict, released, notice: str | None = None):
+
+def feedback_notebook(nb: NotebookNode, results: dict, released: NotebookNode,
+                      notice: str | None = None) -> NotebookNode:
     """The submission as the autograded notebook: ``notice`` (what happened to the submission as a whole)
     first, then the student's cells (sources, ids, tags, attachments, and nbgrader metadata only for
     the ids the gradebook knows, as released), test cells as released, each with the judge's words; a test
@@ -61,7 +66,7 @@ def feedback_notebook(nb, results: dict, released, notice: str | None = None):
             new.metadata["nbgrader"] = dict(known[gid])
         if cell.get("attachments") and cell.cell_type != "code":
             new["attachments"] = cell["attachments"]
-        if gid in results and cell.cell_type == "code":
+        if gid is not None and gid in results and cell.cell_type == "code":
             new.source = stubs[gid].source
             new.outputs = [nbformat.v4.new_output("stream", name="stdout", text=results[gid]["message"] + "\n")]
         out.cells.append(new)

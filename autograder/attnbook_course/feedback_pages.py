@@ -29,10 +29,15 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from attnbook.grading.records import SubmissionRecord
 
 from . import ROOT, feedback_filters
+
+if TYPE_CHECKING:
+    from .nbgrader_run import Nbgrader
 
 NOTEBOOK = "exercises.ipynb"
 PAGE = "exercises.html"
@@ -49,7 +54,7 @@ class Pages:
     missing: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-def write_pages(nbgrader, regraded: list[tuple[str, str]], kept: list[tuple[str, str]]) -> Pages:
+def write_pages(nbgrader: Nbgrader, regraded: list[tuple[str, str]], kept: list[tuple[str, str]]) -> Pages:
     """Write the pages of the (student, assignment) pairs ``regraded`` now and of those ``kept`` that lack
     one, with ``nbgrader`` (``nbgrader_run.Nbgrader``, which knows the state folder)."""
     state = nbgrader.state
@@ -114,9 +119,11 @@ def report(state: Path, results: list[SubmissionRecord], pages: Pages) -> tuple[
     return line, problems
 
 
-def _book_assets():
+def _book_assets() -> ModuleType:
     """``tools/book_assets.py`` as a module (``tools/`` is not a package)."""
     spec = importlib.util.spec_from_file_location("book_assets", ROOT / "tools" / "book_assets.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {ROOT / 'tools' / 'book_assets.py'}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -52,7 +52,7 @@ _CONFIG_SUFFIXES = (".py", ".json", ".yml", ".yaml", ".toml")  # autograder/'s c
 _NOT_GRADING = ("fixtures", "__pycache__", "report.py")  # in autograder/: nothing here changes a grade
 
 
-def _digest_files(digest, base: Path, files: list[Path]) -> None:
+def _digest_files(digest: hashlib._Hash, base: Path, files: list[Path]) -> None:
     """Feed ``digest`` each file's name (relative to ``base``) and bytes; a symbolic link by its target."""
     for path in sorted(files):
         digest.update(str(path.relative_to(base)).encode() + b"\0")
@@ -114,7 +114,7 @@ def _path(state: Path, student: str, assignment: str) -> Path:
     return state / CACHE / student / f"{assignment}.json"
 
 
-def stored(state: Path, student: str, assignment: str) -> tuple[str, dict] | None:
+def stored(state: Path, student: str, assignment: str) -> tuple[str, SubmissionRecord] | None:
     """(key, results) stored for a submission, or None when there are none (or they cannot be read)."""
     try:
         entry = json.loads(_path(state, student, assignment).read_text())
@@ -147,14 +147,14 @@ def select(state: Path, pairs: list[Pair], chosen: list[Pair] | None = None) -> 
     """
     grader = {assignment: grader_key(assignment) for assignment in sorted({a for _, a in pairs})}
     keys = {(s, a): submission_key(grader[a], s, state / "submitted" / s / a) for s, a in pairs}
-    entries = {pair: stored(state, *pair) for pair in pairs}
-    fresh = {pair for pair, entry in entries.items()
-             if entry is not None and entry[0] == keys[pair] and "grading error" not in entry[1]["status"]}
+    entries = {pair: entry for pair in pairs if (entry := stored(state, *pair)) is not None}  # graded before
+    fresh = {pair for pair, (key, result) in entries.items()
+             if key == keys[pair] and "grading error" not in result["status"]}
     if chosen is None:
         return [p for p in pairs if p not in fresh], {p: entries[p][1] for p in sorted(fresh)}, keys, []
-    kept = {p: entries[p][1] for p in pairs if p not in chosen and entries[p] is not None}
+    kept = {p: entries[p][1] for p in pairs if p not in chosen and p in entries}
     stale = [f"{s}/{a}" for s, a in kept if (s, a) not in fresh]
-    never = [f"{s}/{a}" for s, a in pairs if (s, a) not in chosen and entries[s, a] is None]
+    never = [f"{s}/{a}" for s, a in pairs if (s, a) not in chosen and (s, a) not in entries]
     notes = [f"{len(stale)} kept results are out of date (run `make grade` to grade them again): {', '.join(stale)}"
              ] if stale else []
     notes += [f"{len(never)} submissions not graded yet, not in grades.csv (run `make grade`): {', '.join(never)}"

@@ -52,8 +52,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from . import download, names
+
+N = TypeVar("N")  # a notebook, as the reader given to read_submission reads it
 
 NOTEBOOK = "exercises.ipynb"
 MAX_DOWNLOAD = 4 << 30  # bytes written by one `collect` at most: past it, the rest is skipped and listed
@@ -147,7 +150,7 @@ def locate(folder: Path) -> tuple[Path, str | None]:
     return folder / NOTEBOOK, f"the folder holds {', '.join(listed)}" if listed else None
 
 
-def read_submission(folder: Path, read: Callable[[Path], tuple[object, str | None]]) -> tuple[object, list[str]]:
+def read_submission(folder: Path, read: Callable[[Path], tuple[N | None, str | None]]) -> tuple[N | None, list[str]]:
     """The notebook of the submission in ``folder`` (``read`` reads one file: ``submission.read_submission``)
     and its status notes: a misnamed notebook's, or why there is none. A link is never followed: a folder
     or a notebook that is one is not graded."""
@@ -294,7 +297,10 @@ def _read(found: list[download.Member], assignment: str | None, roster: dict[str
           staging: Path, max_bytes: int, max_total: int) -> tuple[list[Collected], list[str]]:
     """Stage every member that names a student's file (of ``assignment`` in nbgrader's layout; of any, when
     it is None: the notebooks say which later); the lines of what was skipped and why."""
-    items, skipped, unnamed, used = [], [], {}, Counter()
+    items: list[Collected] = []
+    skipped: list[str] = []
+    unnamed: dict[str, str] = {}
+    used: Counter[str] = Counter()
     layout = _layout(found)
     for number, member in enumerate(found):
         path = member.path
@@ -311,7 +317,7 @@ def _read(found: list[download.Member], assignment: str | None, roster: dict[str
                 why = f"another assignment's folder ({names.shown(parts[1])})"
             else:
                 why = "not a Canvas, Moodle, zip_collect or nbgrader name"
-        if why is None:
+        if why is None and entry is not None:  # (entry is set wherever why is None)
             if entry.lms in ("Canvas", "Moodle"):
                 student = (roster or {}).get(entry.lms_id) or entry.lms_id
                 if student == entry.lms_id:
@@ -330,7 +336,7 @@ def _read(found: list[download.Member], assignment: str | None, roster: dict[str
         if why is None:
             size = download.stage(member, staging / str(number), min(max_bytes, 4 * max_bytes - used[student]))
             why = f"more than {max_bytes} bytes once read (its size was misdeclared)" if size is None else None
-        if why:
+        if why or entry is None or size is None:  # (entry and size are set wherever why is None)
             skipped.append(f"skipped {shown}: {why}")
             continue
         used[student] += size
@@ -343,6 +349,7 @@ def _read(found: list[download.Member], assignment: str | None, roster: dict[str
 
 
 def _collected(entry: Entry, student: str, member: download.Member, zone: tzinfo, staged: Path) -> Collected:
+    when: datetime | None
     if entry.lms == "zip_collect":
         when = datetime.strptime(entry.when or "", "%Y-%m-%d-%H-%M-%S").replace(tzinfo=zone)
     else:
@@ -407,14 +414,13 @@ def collect(source: Path, submitted: Path, assignment: str | dict[str, set[str]]
         raise ValueError(f"zone: expected a time zone name such as UTC or Europe/Paris, got {zone!r}") from err
     lines: list[str] = []
     roster = read_roster(roster_path, lines) if roster_path else None
-    guessed = not isinstance(assignment, str)
+    named = assignment if isinstance(assignment, str) else None  # else the notebooks say which
     submitted.mkdir(parents=True, exist_ok=True)
     _sweep(submitted.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".collect-{os.getpid()}-", dir=submitted.parent))
     try:
         with download.members(source) as found:
-            items, skipped = _read(found, None if guessed else assignment, roster, tz, staging, max_bytes,
-                                   max_total)
+            items, skipped = _read(found, named, roster, tz, staging, max_bytes, max_total)
         lines += skipped
         grades = assignment if isinstance(assignment, dict) else known
         if isinstance(assignment, dict):
@@ -443,11 +449,12 @@ def _sweep(state: Path) -> None:
             continue
 
 
-def _of_assignment(items: list[Collected], assignment: str, known: dict[str, set[str]] | None):
+def _of_assignment(items: list[Collected], assignment: str,
+                   known: dict[str, set[str]] | None) -> tuple[list[Collected], list[str]]:
     """The items of ``assignment`` (an nbgrader path names its own; a notebook's cells say whose), and lines
     for the students whose notebooks belong to another assignment (all their files are left out)."""
     items = [i for i in items if i.lms != "nbgrader" or i.assignment == assignment]
-    wrong = {}
+    wrong: dict[str, str] = {}
     for item in items:
         if known and item.file.lower().endswith(".ipynb"):
             theirs = whose(set(item.ids), known)
@@ -478,7 +485,7 @@ def _write(folder: Path, student: str, assignment: str, items: list[Collected],
     notebooks = [i for i in items if i.file.lower().endswith(".ipynb")]
     kept = _latest(notebooks)
     spare = [i for i in notebooks if i is not kept]  # of several notebooks, the latest by the LMS's time is graded
-    if spare:
+    if spare and kept:  # (kept is set wherever there is a spare)
         notes.append(f"{len(notebooks)} notebooks: kept the latest, {kept.file!r}; moved "
                      f"{', '.join(repr(i.file) for i in spare)} to .replaced/")
     # An earlier download's notebook would be graded instead of a resubmission that Canvas renamed

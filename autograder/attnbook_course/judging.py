@@ -13,11 +13,15 @@ import traceback
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from attnbook.grading.records import SubmissionRecord
 
 from . import intake, submission
 from .nbgrader_run import Nbgrader
+
+if TYPE_CHECKING:
+    from attnbook.grading.pool import Failure
 
 STATUS_CHARS = 200  # of the message in a grading error's status (the traceback goes to the log)
 
@@ -64,7 +68,7 @@ def complete(result: SubmissionRecord) -> SubmissionRecord:
     return result
 
 
-def judge_failed(job: tuple[str, str, str], failure) -> SubmissionRecord:
+def judge_failed(job: tuple[str, str, str], failure: Failure) -> SubmissionRecord:
     """The result of a submission whose judge process died or ran out of time: 0 everywhere, and why."""
     student, assignment, _ = job
     return complete({"student": student, "assignment": assignment, "parts": {}, "log": failure.log,
@@ -103,5 +107,5 @@ def judge_all(jobs_list: list, jobs: int, graded: list[str], nbgrader: Nbgrader,
     generating.join()
     if failed:  # the grader itself is broken: no grades.csv
         raise failed[0]
-    return [out if isinstance(out, dict) else judge_failed(job, out)
+    return [cast(SubmissionRecord, out) if isinstance(out, dict) else judge_failed(job, out)  # grade_one's, as JSON
             for job, out in zip(jobs_list, outcomes, strict=True)]

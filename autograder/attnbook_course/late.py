@@ -122,7 +122,7 @@ def _policy(text: str) -> Policy | None:
     cutoffs = [m for c in clauses if (m := _CUTOFF.fullmatch(c))]
     if len(rates) + len(cutoffs) != len(clauses) or len(rates) > 1 or len(cutoffs) > 1 or not clauses:
         return None
-    rate, cutoff = (rates or [None])[0], (cutoffs or [None])[0]
+    rate, cutoff = rates[0] if rates else None, cutoffs[0] if cutoffs else None
     if rate and float(rate[2]) > 100:
         return None
     return Policy(text, rate=float(rate[2]) if rate else 0.0, unit=24.0 if rate and rate[1] == "day" else 1.0,
@@ -212,7 +212,8 @@ def _wall(text: str) -> tuple[datetime, str]:
     if match[4] == "24":
         raise ValueError("no such hour: 24:00 is 00:00 of the next day")
     try:
-        return datetime(*map(int, match.group(1, 2, 3, 4, 5)), int(match[6] or 0),
+        year, month, day, hour, minute = map(int, match.group(1, 2, 3, 4, 5))
+        return datetime(year, month, day, hour, minute, int(match[6] or 0),
                         int((match[7] or "0").ljust(6, "0"))), match[8].strip()
     except ValueError as err:
         raise ValueError(f"no such {str(err).split()[0]}") from None  # "day is out of range for month"
@@ -249,9 +250,9 @@ def _due_zone(zone: str) -> tzinfo:
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"no time zone {zone}{_zone_hint(zone)}") from None
     if re.fullmatch(r"[A-Za-z]{2,5}", zone) and zone.upper() == zone:
-        name, offset = _ABBREVIATIONS.get(zone, ("Europe/Paris", "+01:00"))
+        name, meant = _ABBREVIATIONS.get(zone, ("Europe/Paris", "+01:00"))
         raise ValueError(f"{zone} is an abbreviation, ambiguous: write an IANA name such as {name}, or the "
-                         f"offset meant, such as {offset}")
+                         f"offset meant, such as {meant}")
     raise ValueError(f"not a time zone: write an IANA name such as Europe/Paris, UTC or an offset such as "
                      f"+01:00{_zone_hint(zone)}")
 
@@ -382,7 +383,8 @@ def _rows(name: str, text: str, problems: list[str], assignments: set[str] | Non
         return []
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=next((d for d in ",;\t" if d in first), ","))
     header: list[str] = []
-    rows, seen = [], {}
+    rows: list[tuple[tuple[str, str], datetime | None, Policy | None]] = []
+    seen: dict[tuple[str, str], int] = {}
     expected = f"expected the columns {', '.join(COLUMNS)} (student and policy may be left out)"
     for fields in reader:
         line, values = reader.line_num, [f.strip() for f in fields]
@@ -429,7 +431,7 @@ def _rows(name: str, text: str, problems: list[str], assignments: set[str] | Non
             problems.append(f"{where}: a second row for {assignment}{' and ' + student if student else ''} (the "
                             f"first is line {seen[assignment, student]})")
         seen.setdefault((assignment, student), line)
-        rows.append(((assignment, student), *parsed))
+        rows.append(((assignment, student), parsed[0], parsed[1]))
     return rows
 
 
@@ -589,12 +591,12 @@ def record(db_url: str, results: list[SubmissionRecord], notebook: str, due: dic
             except MissingEntry:
                 continue
         for result in results:
-            late = result.get("late")
             try:
                 submission = gb.find_submission(result["assignment"], result["student"])
                 nb = gb.find_submission_notebook(notebook, result["assignment"], result["student"])
             except MissingEntry:  # not recorded: its grading error says why
                 continue
+            late = result["late"]  # apply gave every result its own
             mine, base = naive(late["due"]), submission.assignment.duedate
             submission.extension = mine - base if mine and base and mine != base else None
             submission.timestamp = naive(late["submitted"])
@@ -608,12 +610,12 @@ def columns(result: SubmissionRecord) -> dict:
     >>> columns({"late": {"submitted": "2026-03-02T19:00:00+00:00", "hours_late": 26.0, "penalty": 4.0}})
     {'timestamp': '2026-03-02T19:00:00+00:00', 'late_hours': 26.0, 'penalty': 4.0}
     """
-    late = result.get("late") or {}
+    late: Lateness | dict = result.get("late") or {}
     return {"timestamp": late.get("submitted") or "", "late_hours": late.get("hours_late", 0.0),
             "penalty": late.get("penalty", 0.0)}
 
 
-def describe(late: dict | None) -> str | None:
+def describe(late: Lateness | None) -> str | None:
     """One sentence for the student's feedback about a late submission, or None when it was on time.
 
     >>> describe({"submitted": "2026-03-02T19:00:00+00:00", "due": "2026-03-01T17:00:00+00:00",
@@ -621,13 +623,13 @@ def describe(late: dict | None) -> str | None:
     'Submitted 2026-03-02 19:00 UTC, 26 hours after the due date (2026-03-01 17:00 UTC): 4 points deducted \
 (late policy: per-day 10%).'
     """
-    if not late or not late.get("hours_late"):
+    if not late or not late.get("hours_late") or not (submitted := late["submitted"]) or not (due := late["due"]):
         return None
 
     def show(iso: str) -> str:
         return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M UTC")
 
     policy = f" (late policy: {late['policy']})" if late.get("policy") else ""
-    return (f"Submitted {show(late['submitted'])}, {late['hours_late']:g} hours after the due date "
-            f"({show(late['due'])}): {late['penalty']:g} points deducted{policy}.")
+    return (f"Submitted {show(submitted)}, {late['hours_late']:g} hours after the due date "
+            f"({show(due)}): {late['penalty']:g} points deducted{policy}.")
 

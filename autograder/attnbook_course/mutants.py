@@ -119,7 +119,7 @@ def mutants(source: str) -> Iterator[tuple[str, str]]:
 
 
 @contextlib.contextmanager
-def _clock(seconds: int):
+def _clock(seconds: int) -> Iterator[None]:
     """Raise TimeoutError in this (main) thread after ``seconds``, then again every 0.2 s until the block ends.
 
     A check that turns the first TimeoutError into a failed case goes on to its
@@ -137,7 +137,7 @@ def _clock(seconds: int):
         signal.signal(signal.SIGALRM, old)
 
 
-def _grade(namespace: dict, calls: list[judge.TestCall], points: float) -> float:
+def _grade(namespace: dict, calls: tuple[judge.TestCall, ...], points: float) -> float:
     """The points a test cell gives the objects in ``namespace``, as the judge scores it, quietly."""
     with quietly():
         try:
@@ -146,7 +146,7 @@ def _grade(namespace: dict, calls: list[judge.TestCall], points: float) -> float
             return 0.0
 
 
-def _hidden_failure(namespace: dict, tests: list[tuple[list[judge.TestCall], float]]) -> str:
+def _hidden_failure(namespace: dict, tests: list[tuple[tuple[judge.TestCall, ...], float]]) -> str:
     """The words of the first test cell that gives the objects in ``namespace`` less than full marks: for a
     mutant the visible checks pass, the hidden cases that fail it."""
     for calls, points in tests:
@@ -162,7 +162,7 @@ def _hidden_failure(namespace: dict, tests: list[tuple[list[judge.TestCall], flo
     return "(none when graded again: the first grading ran past its clock, or its outcome varies)"
 
 
-def _visible_failure(namespace: dict, calls: list[judge.TestCall], points: float) -> str | None:
+def _visible_failure(namespace: dict, calls: tuple[judge.TestCall, ...], points: float) -> str | None:
     """What a test cell's visible calls tell the student about the objects in ``namespace``: None when they
     pass, else the failure's words (a check that breaks on what it was given says so)."""
     visible = [c for c in calls if c.points is None]
@@ -193,7 +193,7 @@ class Notebook:
         self.answers: dict[str, str] = {}
         self.after: dict[str, list[str]] = {}  # answer cell -> the locked cells that follow it
         self.tests_of: dict[str, list[str]] = {}  # answer cell -> its test cells
-        self.tests: dict[str, tuple[list[judge.TestCall], float]] = {}
+        self.tests: dict[str, tuple[tuple[judge.TestCall, ...], float]] = {}
         self.namespace: dict = {"__name__": "__main__"}
         current = None
         for cell in nbformat.read(path, as_version=4).cells:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 from attnbook.grading.records import SubmissionRecord
@@ -83,7 +84,7 @@ def recorded(db_url: str) -> set[tuple[str, str]]:
         return set(gb.db.query(SubmittedAssignment.student_id, Assignment.name).join(Assignment).all())
 
 
-def timestamp(folder: Path):
+def timestamp(folder: Path) -> datetime | None:
     """The submission time in ``folder/timestamp.txt`` (nbgrader's format, as UTC), or None without one.
 
     >>> timestamp(Path("/nowhere")) is None

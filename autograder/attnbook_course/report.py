@@ -287,7 +287,7 @@ def section(assignment: str, rows: list[dict], results: list[dict], matches: lis
 
 def totals(rows: list[dict], assignments: list[str]) -> str:
     """Each student's total per assignment and over all of them."""
-    scores = defaultdict(dict)
+    scores: defaultdict[str, dict[str, float]] = defaultdict(dict)
     for r in rows:
         scores[r["student"]][r["assignment"]] = net(r)
     most = sum(float(next(r["max_score"] for r in rows if r["assignment"] == a)) for a in assignments)

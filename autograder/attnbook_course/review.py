@@ -51,7 +51,7 @@ class _Reader(ast.NodeVisitor):
     """Walks one cell's tree, tracking which names stand for torch or another module."""
 
     def __init__(self, tree: ast.AST):
-        self.torch, self.modules, self.found = set(TORCH), set(MODULES), set()
+        self.torch, self.modules, self.found = set(TORCH), set(MODULES), set[str]()
         for node in ast.walk(tree):  # aliases first: `import torch as t` anywhere in the cell
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for alias in node.names:

@@ -36,9 +36,11 @@ import pkgutil
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse
@@ -47,6 +49,11 @@ import torch
 from attnbook.measure import machine_header
 
 from . import GRADER
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from attnbook.grading.engine import Part
 
 OUT = GRADER / "refused_routes.csv"
 # Where a whole-job routine may live: the numeric libraries the course installs, walked completely.
@@ -119,12 +126,12 @@ PROBES = (
 
 
 @functools.cache
-def _parts() -> dict:
+def _parts() -> dict[str, Part]:
     """Every graded part by its check's name, from each chapter package of ``attnbook.grading``."""
     import attnbook.grading
     from attnbook.grading.engine import Part
 
-    parts = {}
+    parts: dict[str, Part] = {}
     for chapter in pkgutil.iter_modules(attnbook.grading.__path__):
         if chapter.ispkg:
             module = importlib.import_module(f"attnbook.grading.{chapter.name}")
@@ -139,7 +146,7 @@ def reference(probe: Probe) -> Callable:
     return getattr(importlib.import_module(module), attr)
 
 
-def _array(x) -> np.ndarray | None:
+def _array(x: Any) -> np.ndarray | None:
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()
     if scipy.sparse.issparse(x):
@@ -151,7 +158,7 @@ def _array(x) -> np.ndarray | None:
     return a if a.dtype != object else None
 
 
-def same(got, want) -> bool:
+def same(got: object, want: object) -> bool:
     """Does ``got`` hold the reference's answer ``want``: all of a tuple, or its first (main) element?"""
     if isinstance(want, tuple):
         whole = isinstance(got, tuple | list) and len(got) == len(want) and all(map(same, got, want))
@@ -180,7 +187,7 @@ def _forms(args: tuple) -> Iterator[tuple[tuple, Callable]]:
             yield (bipartite(numpy[0], maximise),), functools.partial(assignment, n=n)
 
 
-def bipartite(cost: np.ndarray, maximise: bool):
+def bipartite(cost: np.ndarray, maximise: bool) -> nx.Graph:
     """A (n, m) cost matrix as a complete bipartite networkx graph: rows are the nodes 0 to n-1, columns n to
     n+m-1; the weights are the costs, or (``maximise``) a constant less them, so that a maximum-weight matching
     is a minimum-cost assignment (what a graph library's matching gives a student).
@@ -201,7 +208,7 @@ def bipartite(cost: np.ndarray, maximise: bool):
     return graph
 
 
-def assignment(matching, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+def assignment(matching: dict | Iterable, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """A matching of :func:`bipartite`'s graph (a set of node pairs, or a dict of node -> node) as
     ``(rows, cols)``, rows sorted; None when it is not one.
 
@@ -244,12 +251,12 @@ def candidates(packages: tuple[str, ...] = PACKAGES) -> Iterator[str]:
                 yield f"{name}.{attr}"
 
 
-def _resolve(dotted: str):
+def _resolve(dotted: str) -> Any:
     module, _, attr = dotted.rpartition(".")
     return getattr(importlib.import_module(module), attr)
 
 
-def _child(todo: list[str], probes: tuple[Probe, ...], out) -> None:
+def _child(todo: list[str], probes: tuple[Probe, ...], out: Connection) -> None:
     """Try each candidate on each probe; report ``("hit", ...)`` on a match, ``("tried", name)`` after each."""
     import os
     import signal

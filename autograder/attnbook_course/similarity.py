@@ -37,12 +37,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import copydetect
 import numpy as np
 from copydetect.utils import highlight_overlap
 
 from . import intake, nbgrader_run, submission
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 NOISE = 20  # characters of filtered code per hashed run: of 15-35, the widest gap on the catalogue (tests)
 THRESHOLD = 0.5  # the share of an answer's hashed code found in the other: see tests/test_similarity.py
@@ -85,7 +89,7 @@ def parts(assignment: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def answers(nb, assignment: str) -> dict[str, str]:
+def answers(nb: NotebookNode, assignment: str) -> dict[str, str]:
     """Part -> a submission's answer: its solution cell and the code cells it added after it, joined.
 
     A part whose answer is the released stub, unchanged and alone, is left out (not attempted).
@@ -104,7 +108,7 @@ def answers(nb, assignment: str) -> dict[str, str]:
 
 
 def _stubs(assignment: str) -> dict[str, str]:
-    return {submission.grade_id(c): c.source for c in submission.released(assignment).cells if submission.grade_id(c)}
+    return {gid: c.source for c in submission.released(assignment).cells if (gid := submission.grade_id(c))}
 
 
 def reference(assignment: str, part: str) -> str:

@@ -11,17 +11,21 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnbook.grading.plan import Cell, Step, Test
 
 from . import review
 from .nbgrader_run import CHAPTERS, MAX_NOTEBOOK, NOTEBOOK, ROOT, SOLUTIONS
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
 CELL_TYPES = ("code", "markdown", "raw")
 CELL_ID = re.compile(r"[a-zA-Z0-9-_]{1,64}")  # nbformat's pattern for a cell's id
 
 
-def nbgrader_meta(cell) -> dict:
+def nbgrader_meta(cell: object) -> dict:
     """A cell's nbgrader metadata when it has the types nbgrader gives it, else ``{}`` (a submission's
     metadata is the student's to break: a list, a number or a grade_id that is not a string reads as none).
 
@@ -37,22 +41,22 @@ def nbgrader_meta(cell) -> dict:
     return meta if isinstance(meta, dict) and isinstance(meta.get("grade_id"), (str, type(None))) else {}
 
 
-def grade_id(cell) -> str | None:
+def grade_id(cell: object) -> str | None:
     return nbgrader_meta(cell).get("grade_id")
 
 
-def test_cells(nb) -> dict[str, object]:
+def test_cells(nb: NotebookNode) -> dict[str, NotebookNode]:
     """The graded cells of ``nb`` by grade id, in notebook order."""
-    return {grade_id(c): c for c in nb.cells if nbgrader_meta(c).get("grade")}
+    return {gid: c for c in nb.cells if nbgrader_meta(c).get("grade") and (gid := grade_id(c))}
 
 
-def flags(nb) -> list[str]:
+def flags(nb: NotebookNode) -> list[str]:
     """What deserves a human look in the code cells the student could edit (``review.py``; never penalised)."""
     return review.flags([c.source for c in nb.cells  # the cells plan() takes from the submission
                          if c.cell_type == "code" and (nbgrader_meta(c).get("solution") or not grade_id(c))])
 
 
-def plan(source, released, submitted) -> tuple[list[Step], list[str]]:
+def plan(source: NotebookNode, released: NotebookNode, submitted: NotebookNode) -> tuple[list[Step], list[str]]:
     """What the judge runs, in order (:mod:`attnbook.grading.plan`): the source's cells with the student's
     answers in them.
 
@@ -74,7 +78,7 @@ def plan(source, released, submitted) -> tuple[list[Step], list[str]]:
     notes = []
     for cell in source.cells:
         gid, meta = grade_id(cell), nbgrader_meta(cell)
-        if cell.cell_type == "code" and meta.get("grade"):
+        if cell.cell_type == "code" and meta.get("grade") and gid:
             if gid not in theirs or theirs[gid].source != stubs[gid].source:
                 notes.append(f"review: test cell edited or deleted ({gid}); graded with the original")
             steps.append(Test(gid, cell.source, float(meta["points"])))
@@ -86,7 +90,7 @@ def plan(source, released, submitted) -> tuple[list[Step], list[str]]:
     return steps, notes
 
 
-def read_submission(path: Path):
+def read_submission(path: Path) -> tuple[NotebookNode | None, str | None]:
     """(notebook or None, status): a missing, unreadable or malformed notebook is reported, never fatal."""
     import nbformat  # here: it takes seconds to import, and the CLI's other commands need it not
 
@@ -107,19 +111,19 @@ def read_submission(path: Path):
 
 
 @functools.cache
-def _read(folder: Path, assignment: str):
+def _read(folder: Path, assignment: str) -> NotebookNode:
     """The notebook of ``assignment`` in ``folder``, read once per process (callers never change it)."""
     import nbformat
 
     return nbformat.read(folder / assignment / NOTEBOOK, as_version=4)
 
 
-def source(assignment: str):
+def source(assignment: str) -> NotebookNode:
     """The assignment's source notebook (``solutions/``), with the hidden tests."""
     return _read(SOLUTIONS, assignment)
 
 
-def released(assignment: str):
+def released(assignment: str) -> NotebookNode:
     """The assignment's student notebook (``chapters/``)."""
     return _read(CHAPTERS, assignment)
 
