@@ -6,11 +6,12 @@ hidden cases' parameters live in ``autograder/hidden/<chapter>.py``, one
 dictionary ``HIDDEN`` per chapter package from part name to cases. They are
 found in ``$ATTNBOOK_HIDDEN_CASES`` (a folder), else in the folder the grader
 named with :func:`default_to` (``attnbook-course``: ``autograder/hidden`` of its
-checkout; so does the tests' in-process harness). This package never looks
-for them itself: where neither names a folder (a student's installed package,
-a notebook run outside the grader), :func:`find` answers ``None`` and
-``check_x(f, points=N)`` grades the visible cases only. Where the folder is there, a part missing from
-it is an error: grading never falls back to the visible cases by accident.
+checkout; the tests: the root ``conftest.py``). This package never looks for
+them itself: where neither names a folder (a student's installed package, a
+notebook run outside the grader), :func:`find` answers ``None`` and
+``check_x(f, points=N)`` grades the visible cases only. Where the folder is
+named, a part missing from it is an error: grading never falls back to the
+visible cases by accident.
 
 >>> from attnbook.grading.engine import Case, Part
 >>> find(Part("check_nothing", (Case("one", lambda: ()),), lambda: None)) is None  # not a chapter's part
