@@ -34,8 +34,8 @@ Due dates and the late policy come from ``deadlines.csv`` or the gradebook (late
 into the gradebook, the results, ``grades.csv`` and the feedback. A submission that could not be read
 gets a feedback page that says why.
 
-``--state DIR`` (before or after the subcommand) keeps the runtime state (release, submitted, autograded,
-feedback, gradebook.db) in DIR instead of the repository root.
+``--state DIR`` (before the subcommand, or after one that reads it) keeps the runtime state (release,
+submitted, autograded, feedback, gradebook.db) in DIR instead of the repository root.
 
 The work is done in the modules beside this one: ``nbgrader_run.py`` (paths,
 nbgrader's commands, ``release``), ``classgrade.py`` (``grade``),
@@ -86,12 +86,13 @@ def parser() -> argparse.ArgumentParser:
     """``attnbook-course`` and its subcommands, each with its options and ``--help``."""
     top = argparse.ArgumentParser(prog="attnbook-course", description=__doc__.split("\n\n")[0])
     top.add_argument("--state", type=Path, default=ROOT, help="folder for the runtime state (default: %(default)s)")
-    state = argparse.ArgumentParser(add_help=False)  # --state after the subcommand too
+    state = argparse.ArgumentParser(add_help=False)  # --state after the subcommands that read it too
     state.add_argument("--state", type=Path, default=argparse.SUPPRESS, help="folder for the runtime state")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, text: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=text, description=text, parents=[state])
+        stateful = name in ("release", "grade", "gather", "collect", "export", "deadlines", "report")
+        return sub.add_parser(name, help=text, description=text, parents=[state] if stateful else [])
 
     rel = add("release", "generate chapters/<id>/exercises.ipynb from solutions/")
     rel.add_argument("--check", action="store_true", help="compare with the committed notebooks")
