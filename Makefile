@@ -5,7 +5,7 @@
 #   make grade [SUBMISSIONS=folder] [STUDENT=id] [ASSIGNMENT=id] [STATE=folder] [SHARD=i/N], make gather,
 #   make report [STATE=folder], make export [ROSTER=roster.csv], make deadlines, make grader-check,
 #   make settings (every ATTNBOOK_* setting: its default and the value in force).
-# Maintainers: make lint runs Ruff on every .py file, then mypy on src/attnbook (settings in pyproject.toml;
+# Maintainers: make lint runs Ruff on every .py file, then mypy on src/attnbook and the grader (pyproject.toml;
 #   CI runs it before make test);
 #   make a11y checks every page of _build/html with axe-core in headless Chromium (WCAG 2.1 AA; CI runs it
 #   after make book; tools/a11y.mjs);
@@ -27,7 +27,7 @@ TORCH_INDEX ?= $(shell [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/d
 .PHONY: install data book book-instructor test lint checkpoints release collect grade gather report export deadlines \
 	grader-check mutants routes clean a11y settings
 
-$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml tools/student_lab.py
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml autograder/pyproject.toml tools/student_lab.py
 	$(PYTHON) -m venv $(VENV)
 ifneq ($(TORCH_INDEX),)
 	$(PY) -m pip install --quiet --no-deps --retries 1 --timeout 15 --index-url $(TORCH_INDEX) \
@@ -36,6 +36,7 @@ endif
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet --no-deps -e autograder   # the instructor's grader: attnbook-course
 	$(PY) tools/student_lab.py   # JupyterLab for students: pages open as notebooks, no instructor panels
 	touch $(STAMP)
 
@@ -58,10 +59,12 @@ endif
 	$(PY) tools/lint_pages.py _build/html || { rm -rf _build/.doctrees; exit 1; }
 	@echo "Open the book: _build/html/index.html"
 
-# The instructor edition: the book plus every chapter's solution notebook, executed (never published).
+# The instructor edition: the book plus every chapter's solution notebook, executed (never published), its
+# test cells graded with the hidden cases too.
 book-instructor: data
 	$(PY) tools/instructor_edition.py _build/instructor-config
-	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --path-output _build/instructor \
+	ATTNBOOK_HIDDEN_CASES=$(CURDIR)/autograder/hidden \
+		$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --path-output _build/instructor \
 		--toc _build/instructor-config/_toc.yml --config _build/instructor-config/_config.yml
 	@echo "Open the instructor edition: _build/instructor/_build/html/index.html"
 
@@ -82,7 +85,8 @@ a11y: $(NODE_STAMP)
 test: $(NODE_STAMP)  # tests/test_a11y.py runs the check on what the grader writes
 
 # Ruff: pyflakes, pycodestyle, bugbear, pyupgrade and isort rules ([tool.ruff] in pyproject.toml); then mypy on
-# src/attnbook ([tool.mypy]; about a minute cold on 2 cores, seconds once .mypy_cache is warm).
+# src/attnbook and autograder/attnbook_course ([tool.mypy]; a minute or two cold on 2 cores, seconds once
+# .mypy_cache is warm).
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy
@@ -96,60 +100,60 @@ checkpoints: data
 	$(PY) -m attnbook.pretrained verify
 
 release: install
-	$(PY) autograder/course.py release
+	$(VENV)/bin/attnbook-course release
 
 # An LMS download (Canvas, Moodle, nbgrader's zip_collect layout) into STATE/submitted/; ASSIGNMENT when its
 # notebooks cannot say which, ROSTER to name the students as the course does, ZONE for the zip's times.
 # CHECK=1 prints what would be collected and what skipped, and writes nothing.
 collect: install
 	$(if $(ZIP),,$(error make collect needs ZIP=the downloaded zip))
-	$(PY) autograder/course.py --state $(STATE) collect "$(ZIP)" $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) \
+	$(VENV)/bin/attnbook-course --state $(STATE) collect "$(ZIP)" $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) \
 		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(ZONE),--zone $(ZONE)) $(if $(CHECK),--check)
 
 # Grades what is new or changed since the last run; STUDENT (and/or ASSIGNMENT) grades those again, and only those.
 # SHARD=i/N grades machine i's share of N (one PostgreSQL gradebook, one shared STATE); then make gather.
 grade: install
-	$(PY) autograder/course.py --state $(STATE) grade --jobs $(JOBS) $(if $(STUDENT),--student $(STUDENT)) \
+	$(VENV)/bin/attnbook-course --state $(STATE) grade --jobs $(JOBS) $(if $(STUDENT),--student $(STUDENT)) \
 		$(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(if $(SHARD),--shard $(SHARD)) $(SUBMISSIONS)
 
 # STATE/grades.csv and STATE/grading.log of a class graded by `make grade SHARD=i/N`, once every shard is done.
 gather: install
-	$(PY) autograder/course.py --state $(STATE) gather
+	$(VENV)/bin/attnbook-course --state $(STATE) gather
 
 # STATE/canvas.csv (Canvas's gradebook import) and STATE/totals.csv, late penalties applied.
 export: install
-	$(PY) autograder/course.py --state $(STATE) export $(if $(ROSTER),--roster "$(ROSTER)")
+	$(VENV)/bin/attnbook-course --state $(STATE) export $(if $(ROSTER),--roster "$(ROSTER)")
 
 # Check STATE/deadlines.csv alone, as `make grade` reads it: each assignment's due date and policy, or every problem.
 deadlines: install
-	$(PY) autograder/course.py --state $(STATE) deadlines
+	$(VENV)/bin/attnbook-course --state $(STATE) deadlines
 
 # Every ATTNBOOK_* environment variable the course reads (attnbook.settings): unit, default, the value in force here.
 settings: install
-	$(PY) autograder/course.py settings
+	$(VENV)/bin/attnbook-course settings
 
 # The class report of a graded state folder: STATE/report/index.html.
 report: install
-	$(PY) autograder/report.py --state $(STATE)
+	$(VENV)/bin/attnbook-course --state $(STATE) report
 
 # Grade the catalogue of right, wrong and hostile answers (in the sandbox, JOBS at once) and check every grade.
 # It refuses to run without bubblewrap: the hostile answers attack the machine they run on.
 grader-check: install
 	rm -rf _build/grader-check
-	$(PY) autograder/fixtures/catalogue.py build _build/grader-check/submissions
-	ATTNBOOK_GRADING_PART_SECONDS=30 $(PY) autograder/course.py --state _build/grader-check grade --jobs $(JOBS) \
+	$(VENV)/bin/attnbook-course catalogue _build/grader-check/submissions
+	ATTNBOOK_GRADING_PART_SECONDS=30 $(VENV)/bin/attnbook-course --state _build/grader-check grade --jobs $(JOBS) \
 		--require-sandbox _build/grader-check/submissions
-	$(PY) autograder/fixtures/catalogue.py check _build/grader-check/grades.csv
+	$(VENV)/bin/attnbook-course check _build/grader-check/grades.csv
 
 # Prove the hidden cases: every one-edit mutant of each solution cell graded by its checks (CHAPTERS=ids,
 # default all; autograder/mutation/<chapter>.csv and <chapter>-survivors.md, with the rule mutants), and every installed function that does
 # a part's whole job found (autograder/refused_routes.csv). CPU-hours for mutants, minutes for routes.
 CHAPTERS ?=
 mutants: install
-	nice -n 10 $(PY) autograder/mutants.py $(CHAPTERS)
+	nice -n 10 $(VENV)/bin/attnbook-course mutants $(CHAPTERS)
 
 routes: install
-	nice -n 10 $(PY) autograder/routes.py
+	nice -n 10 $(VENV)/bin/attnbook-course routes
 
 clean:
 	rm -rf _build _release submitted autograded feedback results report gradebook.db* grades.csv grading.log \

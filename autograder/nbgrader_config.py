@@ -1,37 +1,33 @@
 """nbgrader configuration of the course. Every path is relative to the repository.
 
 nbgrader reads this file when it runs with ``autograder/`` as its working
-directory (``autograder/course.py`` and the Makefile do that, and so does an
+directory (``attnbook-course`` and the Makefile do that, and so does an
 instructor running ``nbgrader collect``, ``export`` or ``release_feedback``
 there). The course root is the repository: ``solutions/`` is nbgrader's source
 directory, and the runtime state (``_release/``, and nbgrader's default
 ``submitted/``, ``autograded/`` and ``feedback/``, ``gradebook.db``) lives
-beside it, ignored by git. ``course.py`` passes the state's folders and the
+beside it, ignored by git. ``attnbook-course`` passes the state's folders and the
 gradebook on the command line (``--state`` moves them); the database URL's
 default, ``ATTNBOOK_GRADEBOOK`` or a SQLite file, is ``nbgrader_run.gradebook_url``'s.
+The preprocessors and the gradebook's URL come from the installed grader, ``attnbook_course``.
 
-The judge of ``course.py grade`` runs the notebooks, never ``nbgrader
+The judge of ``attnbook-course grade`` runs the notebooks, never ``nbgrader
 autograde``: ``nbgrader autograde`` and the formgrader's Autograde button are
-refused with a message that says to use ``make grade`` (``no_autograde.py``).
+refused with a message that says to use ``make grade`` (``attnbook_course.no_autograde``).
 ``nbgrader export`` writes ``nbgrader-grades.csv`` beside the default state (the
 repository root, ignored by git), never into ``autograder/``.
 """
 
-import sys
-from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # for feedback_filters, no_autograde and nbgrader_run
-
-from nbgrader_run import gradebook_url  # noqa: E402 (after the path above)
+from attnbook_course import ROOT
+from attnbook_course.nbgrader_run import gradebook_url
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
 c.CourseDirectory.course_id = "attention-to-transformers"
-c.CourseDirectory.root = str(HERE.parent)
+c.CourseDirectory.root = str(ROOT)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "_release"
-c.CourseDirectory.db_url = gradebook_url(HERE.parent)
+c.CourseDirectory.db_url = gradebook_url(ROOT)
 
 # Student notebooks: the solution region becomes this stub, hidden tests are removed.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
@@ -39,11 +35,11 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # Feedback shows the student's work and the checks' messages, never the hidden tests. The student's work is made
 # inert first (before nbconvert validates the notebook: a tag with a comma would stop it); GetGrades is nbgrader's,
-# reading the student of feedback_pages.py's queue folders.
+# reading the student of feedback_pages' queue folders.
 c.GenerateFeedback.preprocessors = [
-    "feedback_filters.SafeStudentWork",
-    "feedback_filters.GetGrades",
-    "feedback_filters.HideHiddenTests",
+    "attnbook_course.feedback_filters.SafeStudentWork",
+    "attnbook_course.feedback_filters.GetGrades",
+    "attnbook_course.feedback_filters.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # The code's colours: the book's pygments style (accessible-pygments, as pydata-sphinx-theme's), every colour at
@@ -51,8 +47,8 @@ c.GenerateFeedback.preprocessors = [
 c.CSSHTMLHeaderPreprocessor.style = "a11y-high-contrast-light"
 
 # nbgrader's own autograde would run the students' code outside the sandbox: refused, before it touches anything.
-c.Autograde.exporter_class = "no_autograde.UseMakeGrade"
+c.Autograde.exporter_class = "attnbook_course.no_autograde.UseMakeGrade"
 
 # `nbgrader export`'s CSV, beside the default state (nbgrader's default, grades.csv in the working directory,
 # landed in autograder/); its --to overrides this.
-c.ExportPlugin.to = str(HERE.parent / "nbgrader-grades.csv")
+c.ExportPlugin.to = str(ROOT / "nbgrader-grades.csv")

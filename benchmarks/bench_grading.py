@@ -4,7 +4,7 @@
 
 Builds a class of ``--students`` copies of every chapter's solution (each
 filled into the released notebook, as a student would hand it in), grades it
-with ``course.py grade --jobs 1`` and then ``--jobs N`` into fresh state
+with ``attnbook-course grade --jobs 1`` and then ``--jobs N`` into fresh state
 folders, and prints the wall time per notebook of each run and their ratio.
 The two runs' grades.csv must be identical. Then, in the graded class, one
 late student hands in (graded alone: incremental grading) and one student is
@@ -15,7 +15,6 @@ command go in the first line of the output, for the instructor guide.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -25,16 +24,14 @@ import time
 from pathlib import Path
 
 from attnbook.measure import machine_header
+from attnbook_course.fixtures import catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("catalogue", ROOT / "autograder" / "fixtures" / "catalogue.py")
-catalogue = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(catalogue)
 
 
 def run(state: Path, submissions: Path | None, jobs: int, *options: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, str(ROOT / "autograder" / "course.py"), "--state", str(state), "grade",
+    subprocess.run([sys.executable, "-m", "attnbook_course", "--state", str(state), "grade",
                     "--jobs", str(jobs), *options, *([str(submissions)] if submissions else [])],
                    check=True, capture_output=True)
     return time.perf_counter() - start

@@ -4,7 +4,7 @@
 
 Builds a class of N submissions of ``--assignment`` in a temporary state
 folder: each student's answer to each part is one of the catalogue's answers
-to it (``autograder/fixtures/answers``, the similarity catalogue, the
+to it (``autograder/attnbook_course/fixtures/answers``, the similarity catalogue, the
 solution), drawn at random, followed by a line of random numbers as long as
 the answer, so that two students drawing the same answer do not share half
 their code: few pairs are flagged, and the time is that of comparing every
@@ -25,12 +25,10 @@ from pathlib import Path
 import nbformat
 
 from attnbook.measure import machine_header
+from attnbook_course import similarity
+from attnbook_course.fixtures import catalogue, similar_answers
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "autograder"), str(ROOT / "autograder" / "fixtures")]
-import catalogue  # noqa: E402 (after their folders are on the path)
-import similar_answers  # noqa: E402
-import similarity  # noqa: E402
 
 
 def pools(assignment: str) -> dict[str, list[str]]:

@@ -3,12 +3,12 @@
 Each chapter's ``test_grading_*.py`` makes an :class:`Exercise` of its
 assignment; the grade_id -> check map comes from the solution notebook's test
 cells, parsed as the judge parses them. It grades the solution, the released
-stub and every catalogued answer of ``autograder/fixtures/answers/`` without
+stub and every catalogued answer of ``autograder/attnbook_course/fixtures/answers/`` without
 starting a kernel or a sandbox; the hostile students, and a sample of the
 rest, go through the sandboxed judge in ``test_autograder.py``.
 
-Load it with :func:`load` (the tests run with ``--import-mode=importlib``, so
-``tests/`` is not on ``sys.path``).
+The tests import it by name (``tests/conftest.py`` puts ``tests/`` on ``sys.path``);
+:func:`load` imports a catalogue's answer file (``answers/<assignment>.py``: data, not a module name).
 """
 
 from __future__ import annotations
@@ -16,19 +16,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
-import sys
 from pathlib import Path
 
 import nbformat
 
 from attnbook.grading import earlier, judge, sandbox
+from attnbook_course import inprocess, submission
+from attnbook_course.fixtures import catalogue as answers
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "exercises.ipynb"
 
 
 def trusted_grading_env() -> dict[str, str]:
-    """What a test adds to ``course.py grade``'s environment to grade the course's own notebooks.
+    """What a test adds to ``attnbook-course grade``'s environment to grade the course's own notebooks.
 
     Nothing where bubblewrap runs; where it cannot, the opt-in without which
     grading refuses to start. Hostile notebooks are never graded unconfined:
@@ -48,10 +49,6 @@ def load(path: Path, name: str):
     return module
 
 
-answers = load(ROOT / "autograder" / "fixtures" / "catalogue.py", "catalogue")
-course = load(ROOT / "autograder" / "course.py", "course")
-inprocess = load(ROOT / "autograder" / "inprocess.py", "inprocess")
-submission = sys.modules["submission"]  # one of the modules course.py is made of
 
 
 def read(path: Path) -> nbformat.NotebookNode:

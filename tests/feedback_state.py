@@ -1,4 +1,4 @@
-"""A grading state folder for tests of the feedback pages, made as ``course.py grade`` makes one.
+"""A grading state folder for tests of the feedback pages, made as ``attnbook-course grade`` makes one.
 
 ``write_feedback`` records one assignment (a graded cell ``test_answer`` of 1
 point and a solution cell ``answer``) in a fresh SQLite gradebook, the given
@@ -17,16 +17,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "autograder"))  # as course.py imports them
-
 
 def write_feedback(state: Path, assignment: str, notebooks: dict[str, nbformat.NotebookNode], score: float):
     """Each student's autograded notebook in ``notebooks`` recorded at ``score`` and its page written: what
     ``feedback_pages.write_pages`` answers."""
-    import feedback_pages
-    import recording
     from nbgrader.api import Gradebook
-    from nbgrader_run import Nbgrader
+
+    from attnbook_course import feedback_pages, recording
+    from attnbook_course.nbgrader_run import Nbgrader
 
     with contextlib.ExitStack() as stack:
         mp = stack.enter_context(pytest.MonkeyPatch.context())

@@ -26,17 +26,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import browser
+import feedback_state
 import pytest
 import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "autograder"))  # as course.py imports them
-import browser  # noqa: E402
-import feedback_state  # noqa: E402
 
 CHECK = ROOT / "tools" / "a11y.mjs"
 NODE = shutil.which("node")
@@ -146,8 +144,8 @@ def student_notebook():
 
 @pytest.fixture(scope="module")
 def feedback_page(tmp_path_factory) -> Path:
-    """A feedback page, written as ``course.py grade`` writes it (tests/test_hostile_pages.py's ``pages``)."""
-    import feedback_notebook
+    """A feedback page, written as ``attnbook-course grade`` writes it (tests/test_hostile_pages.py's ``pages``)."""
+    from attnbook_course import feedback_notebook
 
     state = tmp_path_factory.mktemp("a11y-state")
     released = student_notebook()
@@ -163,7 +161,7 @@ def feedback_page(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def class_report(tmp_path_factory) -> Path:
     """The class report of a small graded class (tests/test_report.py's state folder, in brief)."""
-    import report
+    from attnbook_course import report
 
     state = tmp_path_factory.mktemp("a11y-report")
     points = {"sdpa_matches_reference": 3.0, "masks_causal_and_padding": 2.0}

@@ -72,7 +72,7 @@ def colour_maps() -> set[str]:
     """Every colour map the book's pages and the package name: ``cmap="name"`` or ``get_cmap("name")``."""
     pattern = re.compile(r"""(?:cmap\s*(?::\s*str\s*)?=\s*|get_cmap\()["']([A-Za-z_]+)["']""")
     files = [*ROOT.glob("chapters/*/*.md"), *(ROOT / "src" / "attnbook").rglob("*.py"),
-             ROOT / "autograder" / "report.py"]
+             ROOT / "autograder" / "attnbook_course" / "report.py"]
     return {name for f in files for name in pattern.findall(f.read_text())}
 
 

@@ -8,17 +8,17 @@ know fails it: the page's code stays runnable). The part is the one the page's e
 ``masked_mean(values, mask)``: the mean of ``values`` (B, S, d) over the positions where ``mask`` (B, S)
 is True, with its reference ``attnbook.attention.masked_mean``. The rest the page says in words: the
 reference and its test, the export from ``attnbook.grading.rnn``, a partial and a right answer in the
-catalogue, intro.md's count, the index's reading path, and ``course.py release``.
+catalogue, intro.md's count, the index's reading path, and ``attnbook-course release``.
 
-Then, in the copy, run with ``PYTHONPATH=<copy>/src`` so that the copy's ``attnbook`` is imported
-rather than the editable install:
+Then, in the copy, run with ``PYTHONPATH=<copy>/src:<copy>/autograder`` so that the copy's ``attnbook``
+and ``attnbook_course`` are imported rather than the editable installs:
 
 * every file the steps changed is one that the page's table names (and the page's counts of files
   agree with its table, in a test of its own that needs no copy);
 * the checks of the page's step 6 for the new part pass: ``tests/test_exercises.py`` (the solution full,
   the released stub 0, each new catalogue answer graded as it says, the test cells well formed, the
   check exported, its references where the worker can refuse them), the reference's doctest and test,
-  ``tests/test_docs.py``'s count of graded parts, and ``course.py release --check``;
+  ``tests/test_docs.py``'s count of graded parts, and ``attnbook-course release --check``;
 * each of three steps, left out alone, makes one of those fail: intro.md's count (the count test), the
   export from the chapter's grading package (the test cell's import, as the in-process grading and the
   judge parse it) and the hidden cases (grading with ``points=``).
@@ -29,19 +29,20 @@ scan for hidden cases (``pip wheel``; ``tests/test_hidden_cases.py``), and ``tes
 on the other chapters' parts and on the catalogue's other answers.
 
 Why a copy of everything: ``tests/test_exercises.py`` collects every chapter (their notebooks, catalogues
-and grading packages) and ``course.py release`` releases them all, so a copy of "what the steps need"
+and grading packages) and ``attnbook-course release`` releases them all, so a copy of "what the steps need"
 would be most of the repository behind a list to keep up to date; copying is 5 MB and under a second.
 The copy holds the files git tracks and those it would track (untracked, not ignored), as they are in
 the working tree, less the trained models of ``src/attnbook/pretrained/files/`` (7 of the 12 MB, read by
 no step here): the course as its author has it now. It is a course of its own: every path the steps use
-is computed from a module's ``__file__`` (``ROOT`` in ``autograder/`` and ``tests/``,
-``attnbook.grading.hidden_cases.CHECKOUT``, nbgrader's configuration), nothing from the checkout's. Two
-settings would reach outside it and are removed from the commands' environment: ``ATTNBOOK_GRADEBOOK``
-(release would write to the class's gradebook) and ``ATTNBOOK_HIDDEN_CASES`` (grading would read another
-folder's cases). ``make release`` is run as its command, ``course.py release``: the target first makes a
-``.venv``. Everything is written under the test's own temporary folder (removed at the end; the
-commands' ``TMPDIR`` is in it, and they write no bytecode), and each command runs in a session of its
-own, killed whole once it ends. About 80 s of one core, 30 of them nbgrader's two releases.
+is computed from a module's ``__file__`` (``ROOT`` in ``attnbook_course`` and ``tests/``, the root
+``conftest.py``'s hidden cases, nbgrader's configuration), nothing from the checkout's. Two settings would
+reach outside it: ``ATTNBOOK_GRADEBOOK`` (release would write to the class's gradebook) is removed from
+the commands' environment, and ``ATTNBOOK_HIDDEN_CASES`` (grading would read another folder's cases)
+names the copy's ``autograder/hidden``. ``make release`` is run as its command, ``attnbook-course
+release`` (``python -m attnbook_course``): the target first makes a ``.venv``. Everything is written under
+the test's own temporary folder (removed at the end; the commands' ``TMPDIR`` is in it, and they write no
+bytecode), and each command runs in a session of its own, killed whole once it ends. About 80 s of one
+core, 30 of them nbgrader's two releases.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ A, PKG, NAME, MODULE, NUMBER = "01-rnn-attention", "rnn", "masked_mean", "attent
 GID = f"{NAME}_matches_reference"
 INTRO_TEST = "tests/test_docs.py::test_the_intro_counts_each_chapters_sections_and_graded_parts"
 LEFT_OUT = ("src/attnbook/pretrained/files/",)  # trained models: large, and no step reads them
-LEAKS = ("ATTNBOOK_GRADEBOOK", "ATTNBOOK_HIDDEN_CASES")  # settings that point outside the copy
+LEAKS = ("ATTNBOOK_GRADEBOOK",)  # a setting that points outside the copy (the hidden cases: the copy's own)
 
 # The page's placeholders (by their text, or the text before their first colon) and what this part fills in.
 FILL = {
@@ -196,15 +197,17 @@ def test_the_page_counts_the_files_of_its_table():
 
 
 def run(args: list[str], cwd: Path, stdin: str | None = None, timeout: float = 300, **more: str) -> tuple[int, str]:
-    """Run ``args`` in the copy ``cwd`` with its own ``attnbook``; (exit status, stdout and stderr together).
+    """Run ``args`` in the copy ``cwd`` with its own ``attnbook``, grader and hidden cases; (exit status, stdout
+    and stderr together).
 
     In a session of its own, killed whole once the command ends (or at ``timeout``): nothing is left running.
     """
     env = {k: v for k, v in os.environ.items() if k not in LEAKS and not k.startswith("PYTEST_")}
     temporary = cwd.parent / "tmp"  # release --check's state, and any other temporary file, stays in ours
     temporary.mkdir(exist_ok=True)
-    env.update(PYTHONPATH=str(cwd / "src"), PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               TMPDIR=str(temporary), **more)
+    env.update(PYTHONPATH=os.pathsep.join([str(cwd / "src"), str(cwd / "autograder")]),
+               ATTNBOOK_HIDDEN_CASES=str(cwd / "autograder" / "hidden"), PYTHONDONTWRITEBYTECODE="1",
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TMPDIR=str(temporary), **more)
     proc = subprocess.Popen(args, cwd=cwd, env=env, text=True, start_new_session=True,
                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -275,7 +278,7 @@ def add_the_part(copy: Path) -> None:
     # (the release, make release's command, runs after the catalogue: it reads only solutions/)
 
     # 4. The catalogue: the page's wrong answer, a partial one, a right one written another way.
-    answers = copy / "autograder" / "fixtures" / "answers" / f"{A}.py"
+    answers = copy / "autograder" / "attnbook_course" / "fixtures" / "answers" / f"{A}.py"
     entry = fill(block('"mean_over_padding": dict('))
     answers.write_text(answers.read_text() + f"\nANSWERS.update({{\n{entry}{MORE_ANSWERS}}})\n")
 
@@ -283,7 +286,7 @@ def add_the_part(copy: Path) -> None:
     edit(copy / "chapters" / A / "index.md", " They are graded on cases you cannot see.",
          " Last, the mean of the values at the real tokens. They are graded on cases you cannot see.")
 
-    status, out = run([sys.executable, "autograder/course.py", "release"], copy)
+    status, out = run([sys.executable, "-m", "attnbook_course", "release"], copy)
     assert status == 0 and f"released chapters/{A}/exercises.ipynb" in out, out
 
 
@@ -345,7 +348,7 @@ def test_the_part_is_graded_and_released(course):
               INTRO_TEST]
     status, out = pytest_in(copy, *nodes)
     assert status == 0 and f"{len(nodes)} passed" in out, out
-    status, out = run([sys.executable, "autograder/course.py", "release", "--check"], copy)
+    status, out = run([sys.executable, "-m", "attnbook_course", "release", "--check"], copy)
     assert status == 0 and "all student notebooks match solutions/" in out, out
 
 

@@ -1,6 +1,6 @@
 """The grading pipeline end to end: release, the sandboxed judge, feedback, grades.csv.
 
-A class drawn from the catalogue (autograder/fixtures/answers/) is graded with
+A class drawn from the catalogue (autograder/attnbook_course/fixtures/answers/) is graded with
 the instructor's own command, in parallel, and its grades are checked against
 the catalogue: every hostile and broken student (the attacks on the class's run
 itself are tests/test_containment.py's), and per chapter the one-mistake
@@ -17,7 +17,6 @@ in-process by tests/test_exercises.py with the same checks and hidden cases;
 import csv
 import hashlib
 import html
-import importlib.util
 import os
 import subprocess
 import sys
@@ -27,11 +26,10 @@ import exercise_harness as harness
 import pytest
 import reaper
 
+from attnbook_course.fixtures import catalogue
+
 ROOT = Path(__file__).resolve().parent.parent
-COURSE = ROOT / "autograder" / "course.py"
-_spec = importlib.util.spec_from_file_location("catalogue", ROOT / "autograder" / "fixtures" / "catalogue.py")
-catalogue = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(catalogue)
+COURSE = [sys.executable, "-m", "attnbook_course"]  # attnbook-course
 
 pytestmark = pytest.mark.slow
 TRUSTED = harness.trusted_grading_env()  # the course's own notebooks; the hostile ones need the sandbox
@@ -53,7 +51,7 @@ ANSWERS = sandboxed_class(catalogue.ANSWERS)
 
 
 def course(*args, **env):
-    return subprocess.run([sys.executable, str(COURSE), *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([*COURSE, *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "ATTNBOOK_GRADING_PART_SECONDS": "30", **TRUSTED, **env})
 
 
@@ -82,7 +80,7 @@ def graded(tmp_path_factory):
     catalogue.build_submissions(submissions, ANSWERS, references=False)
     (base / "tmp").mkdir()  # the run's sandbox folders: this test's own
     done, strays = reaper.run(
-        [sys.executable, str(COURSE), "--state", str(state), "grade", "--jobs", "2", "--require-sandbox",
+        [*COURSE, "--state", str(state), "grade", "--jobs", "2", "--require-sandbox",
          str(submissions)], capture_output=True, text=True, cwd=ROOT,
         env={**os.environ, "ATTNBOOK_GRADING_PART_SECONDS": "30", **TRUSTED, "TMPDIR": str(base / "tmp")})
     assert done.returncode == 0, done.stdout + done.stderr

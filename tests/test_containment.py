@@ -11,7 +11,6 @@ processes, memory and disk come back to where they were.
 """
 
 import csv
-import importlib.util
 import json
 import os
 import signal
@@ -23,26 +22,15 @@ import time
 from pathlib import Path
 
 import pytest
+import reaper
 import torch
 
 from attnbook.grading import _cgroups, _wire, judge, pool, sandbox
+from attnbook_course import judging, submission
+from attnbook_course.fixtures import catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
-COURSE = ROOT / "autograder" / "course.py"
-
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-catalogue = _load("catalogue", ROOT / "autograder" / "fixtures" / "catalogue.py")
-course = _load("course", COURSE)  # puts autograder/ on the path for the modules it is made of
-import judging  # noqa: E402
-import reaper  # noqa: E402
-import submission  # noqa: E402
+COURSE = [sys.executable, "-m", "attnbook_course"]  # attnbook-course
 
 # The catalogue's attacks on the class's grading run (graded here only), two of them a part that hangs or hogs.
 CLASS_ATTACKS = tuple(sorted(name for name, a in catalogue.ANSWERS.items() if a.get("class_level")))
@@ -265,7 +253,7 @@ def _grade(submissions: Path, state: Path) -> tuple[dict, float, list[str]]:
     tmp = state.parent / f"{state.name}-tmp"
     tmp.mkdir()
     done, strays = reaper.run(
-        [sys.executable, str(COURSE), "--state", str(state), "grade", "--jobs", "2", "--require-sandbox",
+        [*COURSE, "--state", str(state), "grade", "--jobs", "2", "--require-sandbox",
          str(submissions)], capture_output=True, text=True, cwd=ROOT, timeout=1200,
         env={**os.environ, "ATTNBOOK_GRADING_PART_SECONDS": "15", "TMPDIR": str(tmp)})
     assert done.returncode == 0, done.stdout + done.stderr

@@ -25,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 PLACEHOLDERS = ("<", "$", "*", "07-slug", "NN-slug", "NAME", "...", "…")
-PACKAGES = ("attnbook", "nbgrader", "torch")  # dotted names under these are resolved
+PACKAGES = ("attnbook", "attnbook_course", "nbgrader", "torch")  # dotted names under these are resolved
 
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 _SPAN = re.compile(r"(`+)(.+?)\1", re.S)

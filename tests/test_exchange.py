@@ -9,7 +9,6 @@ the student's home are temporary folders; the student's id is given with
 """
 
 import csv
-import importlib.util
 import os
 import subprocess
 import sys
@@ -19,11 +18,10 @@ import exercise_harness as harness
 import nbformat
 import pytest
 
+from attnbook_course import nbgrader_run
+
 ROOT = Path(__file__).resolve().parent.parent
-COURSE = ROOT / "autograder" / "course.py"
-_spec = importlib.util.spec_from_file_location("nbgrader_run", ROOT / "autograder" / "nbgrader_run.py")
-nbgrader_run = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(nbgrader_run)
+COURSE = [sys.executable, "-m", "attnbook_course"]  # attnbook-course
 
 ASSIGNMENT = "02-transformer"
 COURSE_ID = "attention-to-transformers"
@@ -72,7 +70,7 @@ def test_release_submit_collect_grade_feedback(tmp_path, monkeypatch):
     instructor("collect", ASSIGNMENT, on_exchange)
     assert (state / "submitted" / STUDENT / ASSIGNMENT / nbgrader_run.NOTEBOOK).exists()
 
-    done = subprocess.run([sys.executable, str(COURSE), "--state", str(state), "grade"], capture_output=True,
+    done = subprocess.run([*COURSE, "--state", str(state), "grade"], capture_output=True,
                           text=True, cwd=ROOT, env={**os.environ, **harness.trusted_grading_env()})  # the solution
     assert done.returncode == 0, done.stdout + done.stderr
     with open(state / "grades.csv", newline="") as fh:

@@ -3,7 +3,7 @@
 For each assignment: every test cell is well formed and calls a check that its
 chapter's grading package exports; the solution scores full and the released
 stub zero on every part; the released notebook hides the answers; the
-catalogue (``autograder/fixtures/answers/``) holds, per part, two wrong
+catalogue (``autograder/attnbook_course/fixtures/answers/``) holds, per part, two wrong
 answers, one that only the hidden cases reveal, and a correct answer written
 another way than the solution; and each catalogued answer gets its expected
 grade and message; a student with one mistake loses only the parts that

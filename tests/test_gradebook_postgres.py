@@ -20,11 +20,12 @@ from pathlib import Path
 import exercise_harness as harness
 import pytest
 
+from attnbook_course import course, shards
+
 ROOT = Path(__file__).resolve().parent.parent
-COURSE = ROOT / "autograder" / "course.py"
+COURSE = [sys.executable, "-m", "attnbook_course"]  # attnbook-course
 ASSIGNMENT = "02-transformer"
 NOTEBOOK = "exercises.ipynb"
-shards = harness.load(ROOT / "autograder" / "shards.py", "shards")
 catalogue = harness.answers
 
 
@@ -89,7 +90,7 @@ def test_grades_go_to_the_postgres_gradebook(postgres_url, tmp_path):
     root_db_existed = (ROOT / "gradebook.db").exists()
 
     env = {**os.environ, "ATTNBOOK_GRADEBOOK": postgres_url, **harness.trusted_grading_env()}
-    _run(sys.executable, COURSE, "--state", state, "grade", submissions, env=env, cwd=ROOT)
+    _run(*COURSE, "--state", state, "grade", submissions, env=env, cwd=ROOT)
 
     engine = sqlalchemy.create_engine(postgres_url)
     tables = sqlalchemy.inspect(engine).get_table_names()
@@ -116,7 +117,7 @@ def test_a_bad_shard_is_refused_with_the_reason(capsys):
     for text, why in [("3/2", "3/2: I must be below N"), ("0/0", "0/0: N, the number of shards, must be at least 1"),
                       ("x", "expected I/N, shard I (from 0) of N machines, such as 0/4; got 'x'")]:
         with pytest.raises(SystemExit) as exit_:
-            harness.course.main(["grade", "--shard", text])
+            course.main(["grade", "--shard", text])
         assert exit_.value.code == 2 and f"argument --shard: {why}" in capsys.readouterr().err
 
 
@@ -178,7 +179,7 @@ def test_two_shards_at_once_into_one_gradebook_equal_a_serial_run(postgres, tmp_
         state.mkdir(exist_ok=True)
         (state / "deadlines.csv").write_text(deadlines)
         env = {**os.environ, "ATTNBOOK_GRADEBOOK": url, **harness.trusted_grading_env()}
-        return subprocess.Popen([sys.executable, COURSE, "--state", state, *args], env=env, cwd=ROOT,
+        return subprocess.Popen([*COURSE, "--state", state, *args], env=env, cwd=ROOT,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def finished(*runs: subprocess.Popen) -> tuple[float, float]:

@@ -1,6 +1,6 @@
 """attnbook.grading.bert, fast: chapter 3's catalogued answers are graded as they should be, in-process.
 
-The same catalogue (autograder/fixtures/answers/03-bert.py) is graded end to end
+The same catalogue (autograder/attnbook_course/fixtures/answers/03-bert.py) is graded end to end
 through the sandboxed judge in test_autograder.py.
 """
 

@@ -1,6 +1,6 @@
 """attnbook.grading.gpt, fast: chapter 4's catalogued answers are graded as they should be, in-process.
 
-The same catalogue (autograder/fixtures/answers/04-gpt-bpe.py) is graded end to
+The same catalogue (autograder/attnbook_course/fixtures/answers/04-gpt-bpe.py) is graded end to
 end through the sandboxed judge in test_autograder.py.
 """
 
@@ -34,7 +34,7 @@ from attnbook.grading.gpt import (
     vocab_ablation,
 )
 
-chapter_answers = harness.load(harness.ROOT / "autograder" / "fixtures" / "answers" / "04-gpt-bpe.py", "answers_04")
+chapter_answers = harness.load(harness.answers.FOLDER / "04-gpt-bpe.py", "answers_04")
 EXERCISE = harness.Exercise("04-gpt-bpe")
 CHAPTER = EXERCISE.answers
 

@@ -1,6 +1,6 @@
 """attnbook.grading.imagegpt, fast: chapter 5's catalogued answers are graded as they should be, in-process.
 
-The same catalogue (autograder/fixtures/answers/05-imagegpt.py) is graded end to
+The same catalogue (autograder/attnbook_course/fixtures/answers/05-imagegpt.py) is graded end to
 end through the sandboxed judge in test_autograder.py.
 """
 

@@ -1,6 +1,6 @@
 """attnbook.grading.rnn, fast: chapter 1's catalogued answers are graded as they should be, in-process.
 
-The same catalogue (autograder/fixtures/answers/01-rnn-attention.py) is graded
+The same catalogue (autograder/attnbook_course/fixtures/answers/01-rnn-attention.py) is graded
 end to end through the sandboxed judge in test_autograder.py.
 """
 

@@ -1,6 +1,6 @@
 """attnbook.grading.transformer, fast: what is particular to chapter 2's checks.
 
-The catalogue (autograder/fixtures/answers/02-transformer.py) is graded
+The catalogue (autograder/attnbook_course/fixtures/answers/02-transformer.py) is graded
 in-process by test_exercises.py and end to end through the sandboxed judge in
 test_autograder.py. Here: unit tests of the pieces the checks rely on (traps,
 partial credit, parameters by name) and of the cases themselves (each edge case
@@ -35,7 +35,7 @@ from attnbook.grading.transformer import (
     sdpa_masks,
 )
 
-answers = harness.load(harness.ROOT / "autograder" / "fixtures" / "answers" / "02-transformer.py", "answers_02")
+answers = harness.load(harness.answers.FOLDER / "02-transformer.py", "answers_02")
 pytestmark = pytest.mark.usefixtures("one_thread")  # the checks run tiny models
 
 

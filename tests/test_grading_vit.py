@@ -1,6 +1,6 @@
 """attnbook.grading.vit, fast: chapter 6's catalogued answers are graded as they should be, in-process.
 
-The same catalogue (autograder/fixtures/answers/06-vit.py) is graded end to end
+The same catalogue (autograder/attnbook_course/fixtures/answers/06-vit.py) is graded end to end
 through the sandboxed judge in test_autograder.py.
 """
 

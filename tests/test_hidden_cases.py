@@ -189,13 +189,16 @@ def found(value: object, text: str) -> bool:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """The wheel a student installs, built from this checkout by pip."""
+    """The wheel a student installs, built by pip from the root project of a copy of this checkout: every
+    file git tracks or would track, the instructor's ``autograder/`` too (a build writes into its source)."""
     tmp_path = tmp_path_factory.mktemp("wheel")
     project = tmp_path / "project"
-    project.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, project / name)
-    shutil.copytree(ROOT / "src", project / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():  # a file deleted in the working tree is still in git's index
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, project / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-index", "-w", str(tmp_path / "dist"), str(project)], check=True, capture_output=True)
     (built,) = (tmp_path / "dist").glob("attnbook-*.whl")
@@ -233,6 +236,19 @@ def shipped(wheel) -> tuple[dict[str, str], dict[str, str]]:
     for name, (test, text) in _notebook_cells().items():
         (carriers if test else statement)[name] = text
     return carriers, statement
+
+
+def test_the_wheel_holds_attnbook_and_nothing_of_the_instructors(wheel):
+    """The root project builds ``attnbook`` alone: not the grader (``attnbook_course``, its own distribution in
+    ``autograder/``), no file of ``autograder/``, no hidden case's module, by name or by content."""
+    hidden = {path.read_bytes() for path in INSTRUCTOR.glob("*.py")}
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        copies = [name for name in names if archive.read(name) in hidden]
+    assert "attnbook/__init__.py" in names and "attnbook/grading/engine.py" in names
+    assert [n for n in names if not n.startswith(("attnbook/", "attnbook-0.1.0.dist-info/"))] == []
+    assert [n for n in names if re.search(r"attnbook_course|autograder|hidden/|conftest", n)] == []
+    assert copies == []
 
 
 def test_the_hidden_parameters_are_read():

@@ -19,10 +19,10 @@ import nbformat
 import pytest
 from browser import CHROMIUM, dom_after_load
 
+from attnbook_course.fixtures import catalogue
+
 ROOT = Path(__file__).resolve().parent.parent
-COURSE = ROOT / "autograder" / "course.py"
-sys.path.insert(0, str(ROOT / "autograder" / "fixtures"))
-import catalogue  # noqa: E402
+COURSE = [sys.executable, "-m", "attnbook_course"]  # attnbook-course
 
 A2, A3 = "02-transformer", "03-bert"
 WRONG = "no_scaling"  # a control with a known partial grade (the catalogue's)
@@ -77,7 +77,7 @@ def canvas_zip(path: Path, built: Path) -> Path:
 
 def course(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, **harness.trusted_grading_env(), "ATTNBOOK_GRADING_PART_SECONDS": "30"}
-    return subprocess.run([sys.executable, str(COURSE), *args], capture_output=True, text=True, cwd=ROOT, env=env,
+    return subprocess.run([*COURSE, *args], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=1200)
 
 
@@ -144,8 +144,7 @@ def test_a_hostile_class_is_contained_and_the_controls_graded_as_without_it(tmp_
     assert catalogue.problems(state / "grades.csv", {WRONG: catalogue.ANSWERS[WRONG]}) == []
 
     for command in (["report", "--state", str(state)], ["--state", str(state), "export", "--roster", str(roster)]):
-        script = ROOT / "autograder" / ("report.py" if command[0] == "report" else "course.py")
-        done = subprocess.run([sys.executable, str(script), *command[command[0] == "report":]], capture_output=True,
+        done = subprocess.run([*COURSE, *command], capture_output=True,
                               text=True, cwd=ROOT, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr
 

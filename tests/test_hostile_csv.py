@@ -12,21 +12,16 @@ import csv
 import html
 import json
 import re
-import sys
 from pathlib import Path
 from urllib.parse import unquote
 
 import nbformat
 import pytest
 
+from attnbook_course import classgrade, course, csvcells, export, report, submission
+from attnbook_course.fixtures import similar_answers
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "autograder"), str(ROOT / "autograder" / "fixtures")]
-import classgrade  # noqa: E402 (after their folders are on the path)
-import csvcells  # noqa: E402
-import export  # noqa: E402
-import report  # noqa: E402
-import similar_answers  # noqa: E402
-import submission  # noqa: E402
 
 A = "02-transformer"
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
@@ -134,7 +129,7 @@ def state(tmp_path):
 
 
 def test_report_of_hostile_ids(state, capsys):
-    assert report.main(["--state", str(state)]) == 0
+    assert course.main(["--state", str(state), "report"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last == f"{len(HOSTILE_REPORT)} of the {len(HOSTILE_REPORT)} students in grades.csv have a row in the report"
     out = state / "report"

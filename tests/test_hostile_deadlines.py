@@ -1,4 +1,4 @@
-"""A hostile or careless ``deadlines.csv`` (autograder/late.py): each way of getting it wrong is read right or
+"""A hostile or careless ``deadlines.csv`` (attnbook_course.late): each way of getting it wrong is read right or
 refused before anyone is judged, with every problem named by file, line and column; then the commands."""
 
 import codecs
@@ -11,10 +11,10 @@ from pathlib import Path
 import exercise_harness as harness
 import pytest
 
+from attnbook_course import late
+
 ROOT = Path(__file__).resolve().parent.parent
-COURSE = ROOT / "autograder" / "course.py"
-sys.path.insert(0, str(ROOT / "autograder"))  # as course.py imports them
-import late  # noqa: E402
+COURSE = [sys.executable, "-m", "attnbook_course"]  # attnbook-course
 
 ASSIGNMENT = "02-transformer"
 COURSE_ASSIGNMENTS = ["01-rnn-attention", ASSIGNMENT]
@@ -50,7 +50,7 @@ def hours_late(deadlines: dict, tmp_path: Path, submitted: str, student: str = "
 
 
 def course(*args, **env):
-    return subprocess.run([sys.executable, str(COURSE), *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([*COURSE, *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **env})
 
 

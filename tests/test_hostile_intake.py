@@ -1,4 +1,4 @@
-"""The intake's catalogue of hostile and mistaken inputs (autograder/intake.py, download.py, names.py): one case
+"""The intake's catalogue of hostile and mistaken inputs (attnbook_course.intake, download, names): one case
 per mechanism, each beside a control student who must be collected as if the attacker were not there."""
 
 import os
@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from attnbook_course import intake, names
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "autograder"))  # as course.py imports them
-import intake  # noqa: E402
-import names  # noqa: E402
 
 A2, A3 = "02-transformer", "03-bert"
 NB = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
@@ -91,7 +90,7 @@ def test_links_in_a_folder_of_submissions_are_never_copied(tmp_path):
 
 def test_a_link_already_in_submitted_is_not_graded(tmp_path):
     """nbgrader's exchange, or a hand, filled ``submitted/``: the grader reads no link there."""
-    from submission import read_submission
+    from attnbook_course.submission import read_submission
 
     folder = tmp_path / "submitted" / "eve" / A2
     folder.mkdir(parents=True)
@@ -101,7 +100,7 @@ def test_a_link_already_in_submitted_is_not_graded(tmp_path):
     (tmp_path / "submitted" / "mallory").symlink_to(tmp_path / "submitted" / "eve", target_is_directory=True)
     nb, status = intake.read_submission(tmp_path / "submitted" / "mallory" / A2, read_submission)
     assert nb is None and "folder is a link" in status[0]
-    import classgrade
+    from attnbook_course import classgrade
 
     assert classgrade.class_pairs(tmp_path / "submitted") == [("eve", A2)]  # graded: "the notebook is a link"
     assert classgrade.refused_folders(tmp_path / "submitted") == ["not graded: submitted/mallory: a link, never "
@@ -209,11 +208,11 @@ def test_a_zip_bomb_costs_its_student_only_and_bounded_memory(tmp_path):
                 for _ in range(60):
                     member.write(bytes(1 << 20))
     assert (tmp_path / "bomb.zip").stat().st_size < 2 << 20
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); import intake; from pathlib import Path; "
-              "lines = intake.collect(Path(sys.argv[2]), Path(sys.argv[3]), '02-transformer'); "
+    script = ("import sys; from attnbook_course import intake; from pathlib import Path; "
+              "lines = intake.collect(Path(sys.argv[1]), Path(sys.argv[2]), '02-transformer'); "
               "peak = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]; "
               "print(peak); print(*lines, sep='\\n')")  # VmHWM: this process's peak, in KiB
-    done = subprocess.run([sys.executable, "-c", script, str(ROOT / "autograder"), str(tmp_path / "bomb.zip"),
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "bomb.zip"),
                            str(tmp_path / "submitted")], capture_output=True, text=True, check=True)
     peak_kib, *lines = done.stdout.splitlines()
     assert int(peak_kib) < 100 * 1024, peak_kib  # under 100 MiB, not 1.9 GiB

@@ -6,7 +6,7 @@ page's title becomes PWNED, an element ``pwned-<payload>`` appears) or would
 leave live markup behind (a ``javascript:`` or ``data:`` link, an SVG, a frame,
 a form, a style sheet of its own, a third script). The fast tests run the
 sanitiser and the Content-Security-Policy on their own; the slow ones build the
-autograded notebooks as ``course.py grade`` does (``feedback_notebook``), and
+autograded notebooks as ``attnbook-course grade`` does (``feedback_notebook``), and
 also as a notebook written before the fix or by hand would be (only the
 ``generate_feedback`` preprocessor between it and the page), run nbgrader's
 ``generate_feedback`` once through ``feedback_pages.write_pages`` on a small
@@ -23,21 +23,17 @@ import html.parser
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
+import browser
+import feedback_state
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
+from attnbook_course import feedback_filters, feedback_notebook, feedback_pages, intake
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "autograder"))  # as course.py imports them
-import browser  # noqa: E402
-import feedback_filters  # noqa: E402
-import feedback_notebook  # noqa: E402
-import feedback_pages  # noqa: E402
-import feedback_state  # noqa: E402
-import intake  # noqa: E402
 
 ASSIGNMENT = "hostile"
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
@@ -224,7 +220,7 @@ def submissions(released) -> dict[str, tuple]:
     judge = "judge: fine & dandy <ok>"
     made = {}
 
-    def grader(nb, message=judge, notice=None):  # as course.py grade writes it
+    def grader(nb, message=judge, notice=None):  # as attnbook-course grade writes it
         parts = {"test_answer": {"score": 1.0, "max_score": 1.0, "message": message}}
         return feedback_notebook.feedback_notebook(nb, parts, released, notice), message
 

@@ -1,4 +1,4 @@
-"""Intake from an LMS (autograder/intake.py), deadlines (late.py) and grades out (export.py), on small
+"""Intake from an LMS (autograder/attnbook_course/intake.py), deadlines (late.py) and grades out (export.py), on small
 synthetic downloads built here; one cheap grading run of broken, misnamed and late notebooks at the end."""
 
 import csv
@@ -12,12 +12,10 @@ from pathlib import Path
 import exercise_harness as harness
 import pytest
 
+from attnbook_course import export, intake, late
+
 ROOT = Path(__file__).resolve().parent.parent
-COURSE = ROOT / "autograder" / "course.py"
-sys.path.insert(0, str(ROOT / "autograder"))  # as course.py imports them
-import export  # noqa: E402
-import intake  # noqa: E402
-import late  # noqa: E402
+COURSE = [sys.executable, "-m", "attnbook_course"]  # attnbook-course
 
 ASSIGNMENT = "02-transformer"
 NB = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
@@ -32,7 +30,7 @@ def make_zip(path: Path, entries: dict[str, tuple[bytes, tuple]]) -> Path:
 
 
 def course(*args, **env):
-    return subprocess.run([sys.executable, str(COURSE), *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([*COURSE, *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **env})
 
 

@@ -1,19 +1,18 @@
-"""autograder/mutants.py: cosmic-ray's mutants of a solution cell, and the hand-written rule mutants,
+"""autograder/attnbook_course/mutants.py: cosmic-ray's mutants of a solution cell, and the hand-written rule mutants,
 graded by the cell's own test cells."""
 
 import contextlib
 import csv
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from attnbook_course import course, mutants
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "autograder"))
-import mutants  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 MUTATION = ROOT / "autograder" / "mutation"
@@ -78,9 +77,9 @@ def test_a_run_of_one_cell_changes_only_its_row(tmp_path):
     before.rows["sdpa_solution"]["killed"] = "-7"  # a mark the run must keep
     before.survivors[("mha_solution", "")] = ["core/X\n-a\n+b"]
     before.write(tmp_path, list(before.rows))
-    assert mutants.main(["02-transformer", "--cells", "masks_solution", "--out", str(tmp_path)]) == 0
+    assert course.main(["mutants", "02-transformer", "--cells", "masks_solution", "--out", str(tmp_path)]) == 0
     after = mutants.Chapter.read(tmp_path, "02-transformer")
-    assert after.header[:-1] == before.header and after.header[-1].startswith("# then: python autograder/mutants.py")
+    assert after.header[:-1] == before.header and after.header[-1].startswith("# then: attnbook-course mutants")
     assert after.rows["sdpa_solution"] == before.rows["sdpa_solution"]
     assert after.survivors[("mha_solution", "")] == ["core/X\n-a\n+b"]
     masks = after.rows["masks_solution"]
@@ -94,7 +93,7 @@ def test_the_committed_scores_cover_every_answer_cell(assignment):
     """autograder/mutation/<assignment>.csv has a row, and a rule count, for each answer cell of its notebook."""
     with open(MUTATION / f"{assignment}.csv") as f:
         lines = f.read().splitlines()
-    assert lines[0].startswith("# python autograder/mutants.py")  # how the table was made
+    assert lines[0].startswith("# attnbook-course mutants")  # how the table was made
     rows = {r["cell"]: r for r in csv.DictReader(line for line in lines if line[:1] != "#")}
     path = ROOT / "solutions" / assignment / "exercises.ipynb"
     cells = {c.metadata["nbgrader"]["grade_id"] for c in nbformat.read(path, as_version=4).cells

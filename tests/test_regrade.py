@@ -1,6 +1,6 @@
 """What incremental grading keys on, and the course's settings for nbgrader's own tools (fast: no grading).
 
-``autograder/gradecache.py`` decides which submissions ``make grade`` grades
+``autograder/attnbook_course/gradecache.py`` decides which submissions ``make grade`` grades
 again: a change of the submission, of the assignment's source or released
 notebook, of the grader's code or of its settings must change the key, and
 nothing else may. ``tests/test_term.py`` grades a class incrementally
@@ -14,15 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import exercise_harness as harness
 import pytest
 
+from attnbook_course import feedback_filters, gradecache, nbgrader_run, no_autograde, recording, shards, submission
+
 ROOT = Path(__file__).resolve().parent.parent
-gradecache = harness.load(ROOT / "autograder" / "gradecache.py", "gradecache")
-no_autograde = harness.load(ROOT / "autograder" / "no_autograde.py", "no_autograde")
-feedback_filters = harness.load(ROOT / "autograder" / "feedback_filters.py", "feedback_filters")
-nbgrader_run, submission, recording, shards = (harness.load(ROOT / "autograder" / f"{name}.py", name)
-                                               for name in ("nbgrader_run", "submission", "recording", "shards"))
 ASSIGNMENT = "03-bert"
 
 
@@ -40,7 +36,7 @@ def course_copy(tmp_path, monkeypatch):
         shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "answers"))
     shutil.copytree(ROOT / "tools", tmp_path / "tools", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(gradecache, "ROOT", tmp_path)
-    monkeypatch.setattr(gradecache, "HERE", tmp_path / "autograder")
+    monkeypatch.setattr(gradecache, "GRADER", tmp_path / "autograder")
     gradecache._grader.cache_clear()
     yield tmp_path
     gradecache._grader.cache_clear()
@@ -63,10 +59,10 @@ def test_the_key_changes_with_the_grader_the_notebooks_and_the_settings(course_c
         return lambda: (course_copy / path).write_text((course_copy / path).read_text() + text)
 
     # neither the class report nor the grader's own fixtures change a grade
-    assert key_after(append("autograder/report.py")) == key
-    assert key_after(append("autograder/fixtures/catalogue.py")) == key
+    assert key_after(append("autograder/attnbook_course/report.py")) == key
+    assert key_after(append("autograder/attnbook_course/fixtures/catalogue.py")) == key
     assert key_after(lambda: (course_copy / "autograder" / ".nbgrader.log").write_text("log")) == key
-    changes = [append("autograder/course.py"), append("autograder/nbgrader_config.py"),
+    changes = [append("autograder/attnbook_course/course.py"), append("autograder/nbgrader_config.py"),
                lambda: (course_copy / "autograder" / "deadlines.yml").write_text("03-bert: 2026-12-01\n"),
                append(f"solutions/{ASSIGNMENT}/exercises.ipynb", " "),
                append(f"chapters/{ASSIGNMENT}/exercises.ipynb", " "), append("tools/book_assets.py"),
@@ -118,7 +114,7 @@ def test_nbgrader_autograde_is_refused_and_export_stays_out_of_the_source_tree()
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "autograder")).load_config()
-    assert config.Autograde.exporter_class == "no_autograde.UseMakeGrade"
+    assert config.Autograde.exporter_class == "attnbook_course.no_autograde.UseMakeGrade"
     assert Path(config.ExportPlugin.to) == ROOT / "nbgrader-grades.csv"
     ignored = (ROOT / ".gitignore").read_text().splitlines()
     assert "nbgrader-grades.csv" in ignored and "/grading-cache/" in ignored

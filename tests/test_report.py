@@ -1,6 +1,6 @@
-"""The class report (autograder/report.py) on a small hand-made graded state folder.
+"""The class report (autograder/attnbook_course/report.py) on a small hand-made graded state folder.
 
-No notebook is graded: the state folder holds the files ``course.py grade``
+No notebook is graded: the state folder holds the files ``attnbook-course grade``
 writes (grades.csv, the results JSONs, a feedback page) and three submitted
 notebooks, two of which share an answer (from the similarity catalogue), one of them misnamed.
 """
@@ -10,16 +10,15 @@ import doctest
 import html
 import json
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from attnbook_course import course, report
+from attnbook_course.fixtures import similar_answers
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "autograder"), str(ROOT / "autograder" / "fixtures")]
-import report  # noqa: E402 (after their folders are on the path)
-import similar_answers  # noqa: E402
 
 A = "02-transformer"
 MASK = "the mask is applied the wrong way round"
@@ -102,7 +101,7 @@ def cells(*texts) -> str:
 
 
 def test_report_page(state):
-    assert report.main(["--state", str(state)]) == 0
+    assert course.main(["--state", str(state), "report"]) == 0
     out = state / "report"
     page = (out / "index.html").read_text()
     start = page.index(f'<h2 id="{A}">')
@@ -150,5 +149,5 @@ def test_report_page(state):
 
 
 def test_report_needs_grades(tmp_path, capsys):
-    assert report.main(["--state", str(tmp_path)]) == 2
+    assert course.main(["--state", str(tmp_path), "report"]) == 2
     assert "grades.csv" in capsys.readouterr().err

@@ -1,15 +1,14 @@
-"""The review flags of ``course.py grade`` (autograder/review.py): one spelling of each trick per case."""
+"""The review flags of ``attnbook-course grade`` (attnbook_course.review): one spelling of each trick per case."""
 
 import doctest
-import sys
 from pathlib import Path
 
 import pytest
 
+from attnbook_course import review
+from attnbook_course.fixtures import catalogue
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "autograder"), str(ROOT / "autograder" / "fixtures")]
-import catalogue  # noqa: E402 (after their folders are on the path)
-import review  # noqa: E402
 
 SPELLINGS = {
     "edits modules": [

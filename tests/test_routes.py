@@ -1,14 +1,13 @@
-"""autograder/routes.py: the installed functions that do a part's whole job are found, and refused."""
+"""autograder/attnbook_course/routes.py: the installed functions that do a part's whole job are found, and refused."""
 
 import csv
-import sys
 from pathlib import Path
 
 import pytest
 
+from attnbook_course import routes
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "autograder"))
-import routes  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -39,11 +38,11 @@ def test_the_search_finds_a_graph_librarys_matchings():
 
 
 def test_every_route_found_is_refused_by_its_part():
-    """The committed search (python autograder/routes.py) over every package: each route is forbidden,
+    """The committed search (attnbook-course routes) over every package: each route is forbidden,
     or allowed with a reason."""
     parts = routes._parts()
     with open(routes.OUT) as f:
-        assert next(f).startswith("# python autograder/routes.py")
+        assert next(f).startswith("# attnbook-course routes")
         found = [(r["part"], r["route"]) for r in csv.DictReader(f)]
     assert found, "the search found nothing: not even SciPy's linear_sum_assignment?"
     missing = [(part, route) for part, route in found

@@ -1,8 +1,7 @@
 """attnbook.settings: every ATTNBOOK_* variable is declared there once, read only through it, and printed by
-``course.py settings``; the grader's processes talk through arguments and the wire, never through a setting."""
+``attnbook-course settings``; the grader's processes talk through arguments and the wire, never through a setting."""
 
 import ast
-import importlib.util
 import os
 import re
 import subprocess
@@ -13,6 +12,7 @@ import pytest
 
 from attnbook import settings
 from attnbook.grading import _wire, hidden_cases, judge, sandbox
+from attnbook_course import course
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"ATTNBOOK_[A-Z][A-Z_]*[A-Z]")
@@ -86,9 +86,6 @@ def test_a_malformed_value_is_refused_naming_the_variable_the_value_and_what_is_
 
 
 def test_grading_does_not_start_with_a_malformed_setting(monkeypatch, tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("course_for_settings", ROOT / "autograder" / "course.py")
-    course = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(course)
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "abc")
     assert course.main(["--state", str(tmp_path), "grade", str(tmp_path / "submissions")]) == 2
     assert capsys.readouterr().err == (
@@ -147,18 +144,19 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
 def test_code_names_a_variable_through_its_setting_only():
     """Messages, help texts and the environments of child processes say ``settings.X.name``, so a variable is
     spelled in code once; docstrings and comments may cite it."""
-    students = ROOT / "autograder" / "fixtures" / "answers"  # their strings are students' code: an attack may name one
+    # the catalogue's answers: their strings are students' code, and an attack may name one
+    students = ROOT / "autograder" / "attnbook_course" / "fixtures" / "answers"
     spelled = [f"{path.relative_to(ROOT)}:{line}: {name}" for path in SOURCES
                if path != HOME and not path.is_relative_to(students)
                for line, text in _code_strings(path) for name in NAME.findall(text) if name != "ATTNBOOK_GRADING"]
     assert spelled == []
 
 
-def test_the_hidden_cases_folder_is_the_variables_then_the_graders_then_the_checkouts(monkeypatch, tmp_path):
+def test_the_hidden_cases_folder_is_the_variables_then_the_graders_else_none(monkeypatch, tmp_path):
     monkeypatch.setattr(hidden_cases, "_DEFAULT", [])
     monkeypatch.delenv("ATTNBOOK_HIDDEN_CASES", raising=False)
-    assert hidden_cases.folder() == hidden_cases.CHECKOUT
-    hidden_cases.default_to(tmp_path)  # make grade's own folder, handed to the judges it forks
+    assert hidden_cases.folder() is None  # the package never guesses a checkout's folder
+    hidden_cases.default_to(tmp_path)  # attnbook-course's own folder, handed to the judges it forks
     assert hidden_cases.folder() == tmp_path.resolve() and "ATTNBOOK_HIDDEN_CASES" not in os.environ
     monkeypatch.setenv("ATTNBOOK_HIDDEN_CASES", str(tmp_path / "nowhere"))
     with pytest.raises(FileNotFoundError, match=r"ATTNBOOK_HIDDEN_CASES='.*nowhere' should name the folder"):
@@ -184,7 +182,7 @@ def test_the_judge_hands_the_worker_its_process_cap_as_an_argument(monkeypatch, 
 
 def test_course_prints_every_setting_aligned_within_80_columns(monkeypatch):
     url = "postgresql+psycopg2://grader@db.example.org/gradebook?host=/run/postgresql/" + "x" * 40
-    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "course.py"), "settings"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "attnbook_course", "settings"], capture_output=True,
                           text=True, check=True, env={**{k: v for k, v in os.environ.items() if k not in DEFAULTS},
                                                       "ATTNBOOK_GRADING_CPU_SECONDS": "7", "ATTNBOOK_GRADEBOOK": url})
     lines = done.stdout.splitlines()
@@ -205,7 +203,7 @@ def test_course_prints_every_setting_aligned_within_80_columns(monkeypatch):
 
 
 def test_make_settings_runs_the_command_and_the_pages_cite_it():
-    assert re.search(r"^settings: install\n\t\$\(PY\) autograder/course.py settings$", (ROOT / "Makefile").read_text(),
+    assert re.search(r"^settings: install\n\t\$\(VENV\)/bin/attnbook-course settings$", (ROOT / "Makefile").read_text(),
                      re.M)
     for page in ("README.md", "docs/design.md", "instructor.md"):
         assert "make settings" in (ROOT / page).read_text(), page

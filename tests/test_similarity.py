@@ -1,6 +1,6 @@
-"""The similarity check (autograder/similarity.py) on a catalogue of copied and independent answers.
+"""The similarity check (autograder/attnbook_course/similarity.py) on a catalogue of copied and independent answers.
 
-The catalogue (``autograder/fixtures/similar_answers.py``) has, for three
+The catalogue (``autograder/attnbook_course/fixtures/similar_answers.py``) has, for three
 parts, one student's answer, four copies of it or of the reference (names
 changed, lines reordered, reformatted, pasted from the package) and three or
 four right answers written independently. The threshold was chosen on it:
@@ -12,16 +12,15 @@ independent answers more than 41% (``test_threshold_sits_in_the_gap``), so
 
 import doctest
 import itertools
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from attnbook_course import similarity
+from attnbook_course.fixtures import similar_answers
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "autograder"), str(ROOT / "autograder" / "fixtures")]
-import similar_answers  # noqa: E402 (after their folders are on the path)
-import similarity  # noqa: E402
 
 CATALOGUE = similar_answers.CATALOGUE
 

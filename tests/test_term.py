@@ -1,6 +1,6 @@
 """A term's grading end to end, with the instructor's own commands, and its grades against a full serial run.
 
-A class of five from the catalogue (``autograder/fixtures/``), chapter 3 (the
+A class of five from the catalogue (``autograder/attnbook_course/fixtures/``), chapter 3 (the
 cheapest to grade), arrives as two Canvas downloads:
 
 * the first, after the due date: ada (alternative right answers), bo (ada's
@@ -37,12 +37,13 @@ from pathlib import Path
 import exercise_harness as harness
 import pytest
 
+from attnbook_course import feedback_filters
+from attnbook_course.fixtures import catalogue
+
 ROOT = Path(__file__).resolve().parent.parent
-COURSE, REPORT = ROOT / "autograder" / "course.py", ROOT / "autograder" / "report.py"
-catalogue = harness.load(ROOT / "autograder" / "fixtures" / "catalogue.py", "catalogue")
-feedback_filters = harness.load(ROOT / "autograder" / "feedback_filters.py", "feedback_filters")
+COURSE, REPORT = ("-m", "attnbook_course"), ("-m", "attnbook_course", "report")  # attnbook-course [report]
 book_assets = harness.load(ROOT / "tools" / "book_assets.py", "book_assets")
-bert = harness.load(ROOT / "autograder" / "fixtures" / "answers" / "03-bert.py", "bert_answers")  # its CORRECT
+bert = harness.load(catalogue.FOLDER / "03-bert.py", "bert_answers")  # its CORRECT
 
 pytestmark = pytest.mark.slow
 A = "03-bert"
@@ -102,7 +103,7 @@ def course(*args: str, **env) -> subprocess.CompletedProcess:
 
 
 def grade(state: Path, *args: str) -> subprocess.CompletedProcess:
-    return course(str(COURSE), "--state", str(state), "grade", *args)
+    return course(*COURSE, "--state", str(state), "grade", *args)
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -172,7 +173,7 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
                                          f"{A},cy,2026-03-04 17:00 UTC,\n")
 
     # 1. The first download: collected, then graded two at a time.
-    done = course(str(COURSE), "--state", str(state), "collect", str(canvas_zip(tmp_path / "first.zip", first)),
+    done = course(*COURSE, "--state", str(state), "collect", str(canvas_zip(tmp_path / "first.zip", first)),
                   "--roster", str(roster))
     assert f"the notebooks are {A}'s" in done.stdout
     assert f"bo/{A}: 1 files; warning: 'exercises (1).ipynb' will be graded as exercises.ipynb" in done.stdout
@@ -190,7 +191,7 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
     # 2. The second download: cy resubmitted (before the extension ends), ed arrived late; each graded alone.
     cache = state / "grading-cache"
     kept = {s: (cache / s / f"{A}.json").read_bytes() for s in ("ada", "bo", "di")}
-    done = course(str(COURSE), "--state", str(state), "collect", str(canvas_zip(tmp_path / "second.zip", second)),
+    done = course(*COURSE, "--state", str(state), "collect", str(canvas_zip(tmp_path / "second.zip", second)),
                   "--roster", str(roster))
     assert f"cy/{A}: 1 files; moved the earlier exercises.ipynb to .replaced/" in done.stdout
     assert f"ed/{A}: 1 files; marked late by Canvas" in done.stdout
@@ -208,7 +209,7 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
     assert (graded["ed"]["score"], graded["ed"]["late_hours"], graded["ed"]["penalty"]) == ("2.0", "16.0", "2.0")
 
     # 3. The report: the copy flagged part by part, late work and penalties; Canvas's CSV, penalties off.
-    course(str(REPORT), "--state", str(state))
+    course(*REPORT, "--state", str(state))
     page = (state / "report" / "index.html").read_text()
     pairs = set(re.findall(r'<h4 id="[^"]*">(\w+): (\w+) and ([^,]+), (\d+)% in common</h4>', page))
     copied = {part for part, left, right, share in pairs if (left, right, share) == ("ada", "bo", "100")}
@@ -222,7 +223,7 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
     for student, total, late in [("ada", "22", "on time"), ("cy", "22", "on time"),
                                  ("di", "16.8", "2.5 h late, penalty 2.2"), ("ed", "0", "16 h late, penalty 2")]:
         assert f"<td>{student}</td><td>{total} / 22</td><td>{late}</td>" in students, student
-    course(str(COURSE), "--state", str(state), "export", "--roster", str(roster))
+    course(*COURSE, "--state", str(state), "export", "--roster", str(roster))
     canvas = list(csv.reader((state / "canvas.csv").open()))
     assert canvas[:2] == [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{A} (70412)"],
                           ["Points Possible", "", "", "", "", "22"]]
@@ -235,7 +236,7 @@ def test_a_term_graded_incrementally_equals_a_full_serial_run(tmp_path):
     shutil.copy(state / "deadlines.csv", fresh / "deadlines.csv")
     done = grade(fresh, "--jobs", "1", str(state / "submitted"))
     assert "graded 5 submissions, kept the results of 0 graded before" in done.stdout, done.stdout
-    course(str(COURSE), "--state", str(fresh), "export", "--roster", str(roster))
+    course(*COURSE, "--state", str(fresh), "export", "--roster", str(roster))
     for name in ("grades.csv", "canvas.csv", "totals.csv"):
         assert (state / name).read_text() == (fresh / name).read_text(), name
     for folder in ("submitted", "results", "autograded", "feedback"):

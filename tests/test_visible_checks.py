@@ -171,7 +171,7 @@ def test_the_previous_handler_and_timer_are_restored(cell):
 
 
 def test_a_sooner_outer_alarm_is_left_alone(cell, monkeypatch):
-    """As autograder/mutants.py's clock: its TimeoutError rings inside the student's code, none of ours."""
+    """As attnbook_course.mutants' clock: its TimeoutError rings inside the student's code, none of ours."""
     monkeypatch.setenv("ATTNBOOK_VISIBLE_SECONDS", "30")
 
     def ring(signum, frame):

@@ -1,6 +1,6 @@
 """Put the book's offline assets in place: MathJax 3 (``_static/mathjax/tex-svg.js``).
 
-The grader's feedback pages carry the same file inline (``autograder/course.py``
+The grader's feedback pages carry the same file inline (``autograder/attnbook_course/course.py``
 calls :func:`mathjax`).
 
 Sphinx loads MathJax from a CDN by default, which a reader offline (or the

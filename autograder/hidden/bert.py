@@ -51,7 +51,7 @@ HIDDEN = {
         Case("the gradient reaches the logits", loss._case(405, 2, 7, 6, grad=True), weight=2.0),
         Case("non-contiguous logits and labels", loss._case(406, 3, 6, 9, strided=True)),
     ),
-    # Equivalent mutants (autograder/mutants.py): & -> * between boolean masks (their product is their and);
+    # Equivalent mutants (attnbook-course mutants): & -> * between boolean masks (their product is their and);
     # < -> <= against a uniform draw (equality has probability 0); u > 0.9 or u >= 0.9 for u < 0.9, which
     # takes the random 10 % from [0.9, 1) and keeps [0.8, 0.9): the same shares, which is all the statement
     # asks.
@@ -69,7 +69,7 @@ HIDDEN = {
         Case("[MASK] not in special_ids, among the ids", masking._case(308, 300, 400, 30, (0, 2, 3, 1), 4)),
         Case("[MASK] tokens among the ids", masking._case(309, 300, 400, 50, masking.SPECIAL, 4, masked_share=0.05)),
     ),
-    # Equivalent mutants (autograder/mutants.py): the coin turned round (> 0.5, >= 0.5, not < 0.5, <= 0.5 for
+    # Equivalent mutants (attnbook-course mutants): the coin turned round (> 0.5, >= 0.5, not < 0.5, <= 0.5 for
     # < 0.5) is still a fair coin, which is all the statement asks.
     "check_nsp_pairs": (
         Case("balance over 2000 pairs", nsp._case(2001, 501), weight=2.0),
@@ -79,10 +79,10 @@ HIDDEN = {
         # must use the generator too (the catalogue's bert_edge_mistakes)
         Case("a seeded generator repeats the pairs", nsp._case(300, 504, "repeat"), weight=2.0),
         # killed randint(n >> 1), randint(n - 2), j == i + 1, j is i + 1, j >= i | 1 and j >= i ^ 1
-        # (autograder/mutants.py): each random line of a short text, counted over many calls
+        # (attnbook-course mutants): each random line of a short text, counted over many calls
         Case("the random line is uniform over the others", nsp._case(4, 505, "uniform")),
     ),
-    # Equivalent mutants (autograder/mutants.py): start <= 0 for start == 0 (start is never negative);
+    # Equivalent mutants (attnbook-course mutants): start <= 0 for start == 0 (start is never negative);
     # start != len(word) and start is not len(word) for start < len(word) (start goes up to len(word) and
     # stops there; small ints are one object each).
     "check_wordpiece_encode": (
@@ -94,7 +94,7 @@ HIDDEN = {
     ),
     # Other vocabularies and shares than the visible three: an answer written to the visible numbers (a table of
     # them) fails here; one the size of a multilingual vocabulary, the edge of a single id (ln 1 = 0) and every
-    # position chosen. Equivalent mutants (autograder/mutants.py): the default mlm_probability=0.15 changed (to
+    # position chosen. Equivalent mutants (attnbook-course mutants): the default mlm_probability=0.15 changed (to
     # 1.15, -0.85): the loss does not depend on the share chosen, which is what the part asks the student to see.
     "check_initial_mlm_loss": (
         Case("GPT-2's vocabulary", predict._case(50257), weight=2.0),

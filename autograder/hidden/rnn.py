@@ -30,7 +30,7 @@ HIDDEN = {
         Case("non-contiguous inputs, padding in every row",
              additive_scores._case(107, 3, 6, (4, 5, 6), masked=True, all_padded=True, noncontiguous=True)),
     ),
-    # Equivalent mutants (autograder/mutants.py): torch.cat([...], dim=1) or dim=+1 for dim=-1, in both
+    # Equivalent mutants (autograder/attnbook_course/mutants.py): torch.cat([...], dim=1) or dim=+1 for dim=-1, in both
     # concatenations: e, context and hidden are (B, E), (B, C), (B, H) by the statement, 2-D, so axis 1 is
     # the last axis.
     "check_decoder_step": (

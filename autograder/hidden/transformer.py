@@ -26,7 +26,7 @@ from attnbook.grading.transformer import (
 )
 
 HIDDEN = {
-    # Equivalent mutant (autograder/mutants.py): tgt_mask * causal for tgt_mask & causal: both are boolean,
+    # Equivalent mutant (attnbook-course mutants): tgt_mask * causal for tgt_mask & causal: both are boolean,
     # and the product of two boolean tensors is their logical and, a boolean tensor.
     "check_decoder_block": (
         Case("source padding", decoder.block_case(602, 3, 5, 6, 12, 3, 24, memory_mask=True), weight=2.0),
@@ -67,7 +67,7 @@ HIDDEN = {
         Case("another padding id", greedy._greedy_case(20, 1.5, 3, 7, 10, lengths=(7, 4, 2), pad_id=7)),
         Case("batch of one, padded source", greedy._greedy_case(31, 2.5, 1, 6, 8, lengths=(3,))),
         Case("non-contiguous source", greedy._greedy_case(20, 1.5, 3, 6, 8, lengths=(6, 3, 5), strided=True)),
-        # killed the mutant done |= next_id <= eos_id (autograder/mutants.py): an EOS above the other ids
+        # killed the mutant done |= next_id <= eos_id (attnbook-course mutants): an EOS above the other ids
         Case("another EOS id", greedy._greedy_case(14, 1.5, 4, 6, 10, lengths=(6, 5, 4, 3), eos_id=9)),
         # killed the rule mutant that starts from BOS 1 whatever bos_id is (autograder/mutation/rules/)
         Case("another BOS id", greedy._greedy_case(20, 1.5, 3, 7, 10, lengths=(7, 4, 2), bos_id=5)),
@@ -92,7 +92,7 @@ HIDDEN = {
         # a padding id above every token id, with 0 among the real tokens: `ids != 0` and `ids > 0` fail
         Case("padding mask, another padding id", masks._padding_case(312, 5, 8, 10, lengths=(8, 3, 1, 8, 5))),
     ),
-    # Equivalent mutant (autograder/mutants.py): mask.dim() >= 3 for mask.dim() == 3: the statement's masks
+    # Equivalent mutant (attnbook-course mutants): mask.dim() >= 3 for mask.dim() == 3: the statement's masks
     # broadcast to (B, T, S), so none has more than three axes.
     "check_multi_head_attention": (
         Case("causal mask (T, T)", mha._mha_case(403, 2, 6, None, 12, 3, "causal")),
@@ -120,7 +120,7 @@ HIDDEN = {
         Case("batch of one, one position, padding mask", prenorm._case(807, 1, 1, 8, 2, 16, 0.2, mask=True)),
         Case("non-contiguous x, padding mask, dropout 0.3",
              prenorm._case(808, 3, 4, 8, 2, 16, 0.3, mask=True, swap=True)),
-        # killed the mutants dropout=1.0 and dropout=-1.0 for the default 0.0 (autograder/mutants.py)
+        # killed the mutants dropout=1.0 and dropout=-1.0 for the default 0.0 (attnbook-course mutants)
         Case("built without a dropout rate (training mode)", prenorm._case(809, 2, 5, 8, 2, 16, None, mask=True)),
     ),
     "check_scaled_dot_product_attention": (

@@ -8,7 +8,7 @@ without ``ATTNBOOK_``; code reads it with :meth:`Setting.read`, never from
 it as ``settings.X.name`` (``tests/test_settings.py`` holds the source to both).
 A variable that is unset or empty gives the default; a malformed one raises a
 ``ValueError`` that names it, its value and what is expected.
-``python autograder/course.py settings`` (or ``python -m attnbook.settings``)
+``attnbook-course settings`` (or ``python -m attnbook.settings``)
 prints them all with the values in force.
 
 These are the instructor's knobs only, never a channel between the grader's
@@ -102,7 +102,7 @@ VISIBLE_SECONDS: Setting[float | None] = Setting(
 # --------------------------------------------------------------------------- the instructor's: grading
 HIDDEN_CASES: Setting[Path | None] = Setting(
     "ATTNBOOK_HIDDEN_CASES", Path, None, "",
-    "the folder of the hidden cases; unset: autograder/hidden of the course's checkout")
+    "the folder of the hidden cases; unset: the grader's own (attnbook-course: autograder/hidden)")
 GRADEBOOK: Setting[str | None] = Setting(
     "ATTNBOOK_GRADEBOOK", str, None, "",
     "the gradebook's database URL (postgresql://...); unset: STATE/gradebook.db (SQLite)")

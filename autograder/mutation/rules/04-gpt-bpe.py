@@ -1,4 +1,4 @@
-"""Rule mutants of chapter 4 (autograder/mutants.py): each breaks one rule a part's statement states.
+"""Rule mutants of chapter 4 (attnbook-course mutants): each breaks one rule a part's statement states.
 
 ``RULES[answer cell] = [(rule, old, new), ...]``: the solution cell with ``old`` (there exactly once)
 replaced by ``new``. Each must be killed by the part's checks; tests/test_mutants.py grades them.

@@ -5,12 +5,13 @@ module keeps its visible cases and its case makers (neither is secret) and the
 hidden cases' parameters live in ``autograder/hidden/<chapter>.py``, one
 dictionary ``HIDDEN`` per chapter package from part name to cases. They are
 found in ``$ATTNBOOK_HIDDEN_CASES`` (a folder), else in the folder the grader
-named with :func:`default_to` (``make grade``: its own ``autograder/hidden``),
-else in the ``autograder/hidden`` of the checkout this package is imported
-from. Where none is there (a student's
-installed package), :func:`find` answers ``None`` and ``check_x(f, points=N)``
-grades the visible cases only. Where the folder is there, a part missing from
-it is an error: grading never falls back to the visible cases by accident.
+named with :func:`default_to` (``attnbook-course``: ``autograder/hidden`` of its
+checkout; the tests: the root ``conftest.py``). This package never looks for
+them itself: where neither names a folder (a student's installed package, a
+notebook run outside the grader), :func:`find` answers ``None`` and
+``check_x(f, points=N)`` grades the visible cases only. Where the folder is
+named, a part missing from it is an error: grading never falls back to the
+visible cases by accident.
 
 >>> from attnbook.grading.engine import Case, Part
 >>> find(Part("check_nothing", (Case("one", lambda: ()),), lambda: None)) is None  # not a chapter's part
@@ -30,24 +31,22 @@ from .. import settings
 if TYPE_CHECKING:
     from .engine import Case, Part
 
-# The checkout's own folder: src/attnbook/grading/hidden_cases.py -> the repository root.
-CHECKOUT = Path(__file__).resolve().parents[3] / "autograder" / "hidden"
 _LOADED: dict[Path, ModuleType] = {}
 _DEFAULT: list[Path] = []  # the grader's own folder (default_to), read where ATTNBOOK_HIDDEN_CASES is unset
 
 
 def default_to(path: Path) -> None:
     """Read the hidden cases from ``path`` where ``ATTNBOOK_HIDDEN_CASES`` is unset, in this process and the
-    judges it forks: ``make grade`` names its own ``autograder/hidden``, whatever checkout the package is from."""
+    judges it forks: ``attnbook-course`` names its own ``autograder/hidden``, wherever the package is from."""
     _DEFAULT[:] = [path]
 
 
 def folder() -> Path | None:
-    """The folder of the instructor's hidden cases, or ``None`` where there is none (a student's install)."""
+    """The folder of the instructor's hidden cases, or ``None`` where none is named (a student's install)."""
     given = settings.HIDDEN_CASES.read()
     path = given if given is not None else _DEFAULT[0] if _DEFAULT else None
     if path is None:
-        return CHECKOUT if CHECKOUT.is_dir() else None
+        return None
     if not path.is_dir():
         named = f"{settings.HIDDEN_CASES.name}={str(path)!r}" if given is not None else f"the grader's {str(path)!r}"
         raise FileNotFoundError(f"{named} should name the folder of the hidden cases (autograder/hidden in the "

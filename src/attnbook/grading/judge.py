@@ -207,7 +207,7 @@ def score_test_cell(calls: Iterable[TestCall], objects: Mapping[str, object], ma
     the hidden one with its points); the score is the last one's value, capped
     at ``max_score`` (``None``: full marks), or 0 with the words of the first
     :class:`CheckFailed`. The judge scores a part so, on proxies; the
-    in-process graders (``tests/exercise_harness.py``, ``autograder/mutants.py``)
+    in-process graders (``tests/exercise_harness.py``, ``autograder/attnbook_course/mutants.py``)
     on the objects themselves. A name the objects lack is passed as ``None``.
 
     >>> from .engine import Case

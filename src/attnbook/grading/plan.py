@@ -1,6 +1,6 @@
 """A submission's *plan*: the steps the judge runs, in order, each a :class:`Cell` or a :class:`Test`.
 
-``autograder/submission.py``'s ``plan`` makes it from the source notebook and the
+``autograder/attnbook_course/submission.py``'s ``plan`` makes it from the source notebook and the
 student's; :func:`.judge.grade_cells` runs it, :mod:`.earlier` reads it to grade
 each part on its own, and ``tests/exercise_harness.py`` runs it in-process.
 

@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 WHY_CHARS = 300  # of the last line of a failed job's traceback, its one-line reason
 
@@ -73,7 +73,7 @@ def _ended(out: Path, status: int) -> dict | Failure:
     return Failure(f"the judge ended without a result (exit {code})")
 
 
-def run_each(fn: Callable[[object], dict], jobs: list, *, workers: int, budget: float,
+def run_each(fn: Callable[[Any], object], jobs: list, *, workers: int, budget: float,
              memory_bytes: int | None = None, poll: float = 0.05) -> list[dict | Failure]:
     """``[fn(job) for job in jobs]``, each call in a forked process of its own; a :class:`Failure` for a
     call that raises, dies or runs past ``budget`` seconds (it is killed with its process group)."""

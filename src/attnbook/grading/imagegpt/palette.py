@@ -127,7 +127,7 @@ def _check(nearest: Callable, step: Callable) -> Callable:
 
 FORBIDDEN = ("attnbook.imagegpt.palette.nearest_colour", "attnbook.imagegpt.palette.kmeans_step",
              "attnbook.imagegpt.palette.kmeans_palette", "attnbook.imagegpt.palette.palette_quantize",
-             # library routines that assign each pixel its nearest colour in one call (autograder/routes.py)
+             # library routines that assign each pixel its nearest colour in one call (attnbook-course routes)
              *available(("scipy.cluster.vq.vq", "scipy.cluster.vq.py_vq", "scipy.cluster._vq.vq",
                          "sklearn.metrics.pairwise_distances_argmin", "sklearn.metrics.pairwise_distances_argmin_min",
                          "sklearn.metrics.pairwise.pairwise_distances_argmin",

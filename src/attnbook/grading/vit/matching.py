@@ -233,7 +233,7 @@ check_matching = Part(
     check=_check,
     forbidden=("attnbook.vit.matching.matching_cost", "attnbook.vit.matching.hungarian_match",
                "attnbook.vit.matching._solve",
-               # every installed solver of the whole assignment (autograder/routes.py finds them)
+               # every installed solver of the whole assignment (autograder/attnbook_course/routes.py finds them)
                *available(("scipy.optimize.linear_sum_assignment", "scipy.optimize._lsap.linear_sum_assignment",
                            "scipy.sparse.csgraph.min_weight_full_bipartite_matching",
                            "scipy.sparse.csgraph._matching.min_weight_full_bipartite_matching",

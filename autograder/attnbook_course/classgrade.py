@@ -1,0 +1,220 @@
+"""``attnbook-course grade``: grade a class's submissions incrementally and write every output.
+
+The submissions are copied into ``STATE/submitted/`` (adding and updating,
+never deleting); those new or changed since the last run (``gradecache.py``)
+are judged (``judging.py``), the others keep their results; the scores and the
+late penalties go into the gradebook (``recording.py``, ``late.py``), each
+submission gets its results JSON and feedback (``feedback_notebook.py``,
+``feedback_pages.py``), and the class gets ``grades.csv`` and ``grading.log``.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import os
+import sys
+from pathlib import Path
+
+from attnbook.grading.records import SubmissionRecord
+
+from . import (
+    HIDDEN_CASES,
+    csvcells,
+    feedback_pages,
+    gradecache,
+    intake,
+    judging,
+    late,
+    names,
+    recording,
+    shards,
+    submission,
+)
+from .feedback_notebook import write_results
+from .nbgrader_run import NOTEBOOK, Nbgrader, assignments, gradebook_url, scripts_path
+
+
+def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False,
+          student: str | None = None, assignment: str | None = None, shard: shards.Shard | None = None) -> int:
+    """Grade the submissions that are new or changed since the last run (all of ``student``'s, or of
+    ``assignment``, when either is given), keep the others' results, and write every output for all;
+    with ``shard``, only for the submissions of that shard (``shards.py``)."""
+    from attnbook import settings
+    from attnbook.grading import hidden_cases, judge, sandbox
+
+    if malformed := settings.problems(settings.GRADING):  # before anything is read or written
+        print(f"not grading: {'; '.join(malformed)}", file=sys.stderr)
+        return 2
+    if why := sandbox.refusal(strict=require_sandbox):
+        print(f"not grading: {why}", file=sys.stderr)
+        return 2
+    if assignment is not None and assignment not in assignments():
+        print(f"--assignment: expected one of {', '.join(assignments())}, got {assignment!r}", file=sys.stderr)
+        return 2
+    try:  # read and checked before anyone is judged: a wrong deadlines.csv stops the run here, not after it
+        deadlines = late.load(state, assignments(), [p.name for d in (state / "submitted", submissions)
+                                                     if d and d.is_dir() for p in d.iterdir() if p.is_dir()])
+    except ValueError as err:
+        print(f"not grading: {err}", file=sys.stderr)
+        return 2
+    os.environ["PATH"] = scripts_path()
+    nbgrader = Nbgrader(state)
+    submitted = nbgrader.state / "submitted"
+    if submissions is not None:
+        if not submissions.is_dir():
+            print(f"no such folder of submissions: {submissions}", file=sys.stderr)
+            return 2
+        # Only the named students' and assignments' folders (a regrade touches no one else's), only a
+        # shard's own (shards share submitted/ and copy at once); never a link (intake.copy_submissions).
+        def wanted(s: str, a: str) -> bool:
+            return student in (None, s) and assignment in (None, a) and bool(shards.mine([(s, a)], shard))
+
+        for line in intake.copy_submissions(submissions, submitted, wanted, assignments()):
+            print(line, file=sys.stderr)
+    for line in refused_folders(submitted):
+        print(line, file=sys.stderr)
+    pairs = shards.mine(class_pairs(submitted), shard)
+    if not pairs and shard is not None:  # a small class, or many shards: none falls to this one
+        shards.start(nbgrader.state, shard)
+        shards.finish(nbgrader.state, shard, {})
+        print(f"shard {shard[0]}/{shard[1]}: no submission of the class falls to it; done")
+        return 0
+    if not pairs:
+        print(f"nothing to grade{' in this shard' if shard else ''}: expected "
+              f"{submitted}/<student>/<assignment>/{NOTEBOOK}", file=sys.stderr)
+        return 2
+    chosen = None
+    if student is not None or assignment is not None:
+        chosen = [p for p in pairs if student in (None, p[0]) and assignment in (None, p[1])]
+        if not chosen:
+            print(f"nothing to grade: no submission of {student or 'any student'} for {assignment or 'any assignment'}"
+                  f" in {submitted}", file=sys.stderr)
+            return 2
+    out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
+    shards.start(nbgrader.state, shard)
+    lock = functools.partial(recording.lock, nbgrader.db_url)  # the gradebook's writers, one at a time
+    todo, kept, keys, notes = gradecache.select(nbgrader.state, pairs, chosen)
+    swept = sandbox.sweep()  # what killed runs left: sandbox folders, empty cgroups
+    if swept:
+        print(f"removed what an earlier run left: {', '.join(swept)}")
+    with lock():  # the first to open an empty gradebook makes its tables
+        done = recording.recorded(nbgrader.db_url)
+    unrecorded = [p for p in kept if p not in done]  # a gradebook made afresh keeps no earlier grade
+    graded = sorted({a for _, a in todo + unrecorded})
+    # The hidden cases are read from autograder/hidden (or $ATTNBOOK_HIDDEN_CASES), never from the installed package,
+    # once, with every check, before the judges fork; a part without its hidden cases stops the run.
+    hidden_cases.default_to(HIDDEN_CASES)
+    try:
+        for name in sorted({a for _, a in todo}):
+            for cell in submission.test_cells(submission.source(name)).values():
+                for call in judge.parse_test_cell(cell.source):
+                    judge.package_sources(tuple(sorted(call.check.forbidden)))
+                    call.check.hidden  # noqa: B018 (loads the part's hidden cases)
+    except (LookupError, FileNotFoundError) as err:
+        print(f"not grading: {err}", file=sys.stderr)
+        return 2
+    fresh = judging.judge_all([(s, a, str(nbgrader.state)) for s, a in todo], jobs, graded, nbgrader, lock)
+    results = sorted(fresh + list(kept.values()), key=lambda r: (r["student"], r["assignment"]))
+    with lock():
+        due = late.apply(results, nbgrader.state, nbgrader.db_url, deadlines)  # all: a changed deadline counts too
+        recording.record(nbgrader.db_url, fresh + [kept[p] for p in unrecorded], submitted)
+        late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
+    for result, regraded in [(r, True) for r in fresh] + [(r, False) for r in kept.values()]:
+        try:
+            write_results(result, nbgrader, regraded)
+        except Exception as err:  # this submission's files only
+            judging.grading_error(result, "writing the results", err)
+    pages = feedback_pages.write_pages(nbgrader, [(r["student"], r["assignment"]) for r in fresh], list(kept))
+    log = [pages.log] + [f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n"
+                         for r in results if r.get("log")]
+    logfile = (nbgrader.state if shard is None else shards.folder(nbgrader.state, shard)) / "grading.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    logfile.write_text("".join(log))
+    write_csv(results, out)
+    for result in fresh:
+        gradecache.store(nbgrader.state, result, keys[result["student"], result["assignment"]])
+    if shard is not None:
+        shards.finish(nbgrader.state, shard, keys)
+    sandbox.sweep()
+    print(f"graded {len(fresh)} submissions, kept the results of {len(kept)} graded before; wrote {out} and "
+          f"feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "
+          f"processes: {sandbox.describe()['processes']})")
+    for note in notes:
+        print(note, file=sys.stderr)
+    broken = [f"{r['student']}/{r['assignment']}" for r in results if "grading error" in r["status"]]
+    if broken:
+        print(f"{len(broken)} submissions need a look (grading error; tracebacks in "
+              f"{logfile}): {', '.join(broken)}", file=sys.stderr)
+    if shard is not None:
+        print(f"shard {shard[0]}/{shard[1]} done: `attnbook-course gather` writes the class's grades.csv once all are")
+    counted, missing = feedback_pages.report(nbgrader.state, results, pages)
+    for line in missing:  # each with nbgrader's reason; the grades stand, so the run still succeeds
+        print(line, file=sys.stderr)
+    print(counted)
+    return 0
+
+
+def class_pairs(submitted: Path) -> list[tuple[str, str]]:
+    """(student, assignment) of every submission in ``submitted/``, sorted: folders, not links, whose names
+    are a student id (``names.py``) and an assignment id (:func:`refused_folders` lists the others)."""
+    if not submitted.is_dir():
+        return []
+    return sorted((s.name, a.name) for s in submitted.iterdir() if _plain_dir(s) and names.is_student_id(s.name)
+                  for a in s.iterdir() if _plain_dir(a) and a.name in assignments())
+
+
+def refused_folders(submitted: Path) -> list[str]:
+    """A line for each folder of ``submitted/`` (nbgrader's exchange fills it too) that is not graded: a link,
+    or a name that is not a student id."""
+    if not submitted.is_dir():
+        return []
+    return [f"not graded: submitted/{names.shown(s.name)}: "
+            + ("a link, never followed" if s.is_symlink() else "not a student id (1 to 64 of A-Z a-z 0-9 . _ @ -)")
+            for s in sorted(submitted.iterdir()) if not s.name.startswith(".")
+            and (s.is_symlink() or (s.is_dir() and not names.is_student_id(s.name)))]
+
+
+def _plain_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def gather(state: Path, out: Path) -> int:
+    """``attnbook-course gather``: the class's grades.csv and grading.log from its shards, once all are done."""
+    state = state.resolve()
+    try:
+        results, log = shards.gather(state, class_pairs(state / "submitted"), gradebook_url(state))
+    except (ValueError, OSError) as err:
+        print(f"not gathered: {err}", file=sys.stderr)
+        return 2
+    results.sort(key=lambda r: (r["student"], r["assignment"]))
+    (state / "grading.log").write_text(log)  # the shards' logs: each holds its submissions' tracebacks
+    write_csv(results, out)
+    print(f"gathered {len(results)} submissions from the shards; wrote {out}")
+    return 0
+
+
+def write_csv(results: list[SubmissionRecord], out: Path) -> None:
+    """grades.csv: a row per submission, a column per graded cell (assignments in order, cells in notebook
+    order), the score before any late penalty, and the late columns of :func:`late.columns`."""
+    columns = {a: list(submission.test_cells(submission.source(a))) for a in sorted({r["assignment"] for r in results})}
+    rows = []
+    for result in results:
+        cells = columns[result["assignment"]]
+        scores = {gid: round(result["parts"][gid]["score"], 2) for gid in cells}
+        row: dict[str, str | float] = {"student": result["student"], "assignment": result["assignment"], **scores,
+                                       "score": round(sum(scores.values()), 2),
+                                       "max_score": sum(result["parts"][gid]["max_score"] for gid in cells)}
+        row.update(late.columns(result))
+        row["status"] = result["status"]
+        rows.append(row)
+        print(f"{row['student']:>20} {row['assignment']}: {row['score']:g}/{row['max_score']:g}  {row['status']}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    graded = [gid for cells in columns.values() for gid in cells]
+    fields = ["student", "assignment", *graded, "score", "max_score", "timestamp", "late_hours", "penalty", "status"]
+    tmp = out.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields, restval="", quoting=csvcells.QUOTING)
+        writer.writeheader()
+        writer.writerows(csvcells.record(r) for r in rows)  # a student's id or file name never opens as a formula
+    tmp.replace(out)
