@@ -119,6 +119,21 @@ def test_a_crash_costs_the_part_and_says_why(source, status, tmp_path, monkeypat
     assert result.score == 0 and any(status in s for s in worker.statuses), worker.statuses
 
 
+def test_a_slow_start_of_the_worker_costs_no_part_its_time(tmp_path, monkeypatch):
+    """A busy machine that takes 4 s to start the worker (sandbox, torch) does not fail a 3-second part."""
+    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "3")
+    worker = judge.open_worker(tmp_path, [ROOT])
+    worker.command[worker.command.index("-I"):] = [  # the same worker, 4 s late
+        "-I", "-c", "import runpy, sys, time; time.sleep(4); sys.argv = sys.argv[1:]; "
+        "runpy.run_path(sys.argv[0], run_name='__main__')", *worker.command[worker.command.index("-I") + 1:]]
+    try:
+        calls = [judge.TestCall(PART, ("sdpa",), 3)]
+        result = judge.judge_part(worker, [GOOD], calls, 3)
+    finally:
+        worker.close()
+    assert result.score == 3.0 and worker.statuses == [], (result.message, worker.statuses)
+
+
 def test_an_error_in_the_worker_names_the_students_line(tmp_path, monkeypatch):
     source = "import torch\ndef sdpa(q, k, v):\n    w = q @ k\n    return w @ v, w"  # (B, T, d) @ (B, T, d)
     result, _ = grade(source, tmp_path, monkeypatch)

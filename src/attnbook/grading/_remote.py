@@ -115,8 +115,10 @@ class Worker:
 
     def __init__(self, command: list[str], *, cwd: str, env: dict, part_timeout: float,
                  preexec: Callable[[], object] | None = None,
-                 max_frame: int = int(settings.GRADING_FRAME_MIB.default * 2**20)) -> None:
+                 max_frame: int = int(settings.GRADING_FRAME_MIB.default * 2**20),
+                 start_timeout: float = settings.GRADING_SUBMISSION_SECONDS.default) -> None:
         self.command, self.cwd, self.env, self.part_timeout = command, cwd, env, part_timeout
+        self.start_timeout = start_timeout  # the most a start may take (within the submission's deadline)
         self.preexec = preexec  # run in the worker before it starts: its resource limits
         self.max_frame = max_frame  # the largest reply read from the worker, in bytes
         self.proc: subprocess.Popen | None = None
@@ -130,10 +132,21 @@ class Worker:
     # -------------------------------------------------------------- process
 
     def _start(self) -> None:
+        """Start the worker and wait for its hello, sent once it has imported what every part needs. That
+        start (bubblewrap, torch, pyplot) is the grader's time: within the submission's deadline, in no
+        part's, so that a busy machine does not cost a student's first part its time."""
         self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
                                      preexec_fn=self.preexec)
         os.set_blocking(self._pipes()[0].fileno(), False)  # writes wait in select, until the deadline
+        self.deadline = min(self.end_by, time.monotonic() + self.start_timeout)
+        try:
+            hello = self._receive()
+        except TimedOut:
+            raise WorkerGone("the worker did not start in time") from None
+        if hello != {"hello": True}:
+            self.close()
+            raise WorkerGone("the worker broke the protocol")
 
     def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
         """The worker's stdin and stdout; :class:`WorkerGone` once it has been closed."""

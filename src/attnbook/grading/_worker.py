@@ -21,7 +21,8 @@ graded part:
    kills whatever processes it left.
 
 The protocol is :mod:`_wire`'s frames on the file descriptors that were stdin
-and stdout; the student's own output goes to /dev/null.
+and stdout, opened by the host's ``{"hello": true}`` once it has started; the
+student's own output goes to /dev/null.
 """
 
 import importlib.abc
@@ -163,6 +164,7 @@ def serve_part(part: dict, shell: InteractiveShell) -> None:
 def main() -> None:
     """The host: fork a child per part the judge sends, report how it ended."""
     shell = InteractiveShell.instance()  # no cell ever runs here: each child gets it clean
+    _wire.send(PROTOCOL_OUT, {"hello": True})  # started: the parts' clocks begin after this
     while True:
         try:
             part = _wire.receive(PROTOCOL_IN)

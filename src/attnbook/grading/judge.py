@@ -271,7 +271,8 @@ def open_worker(workdir: Path, hidden: list[Path], group: _cgroups.Cgroup | None
            "IPYTHONDIR": f"{workdir}/.ipython"}
     limits = sandbox.limits()
     return Worker(command, cwd=cwd, env=env, part_timeout=limits["part_seconds"],
-                  preexec=functools.partial(sandbox.apply_limits, group), max_frame=int(limits["frame_mib"] * 2**20))
+                  preexec=functools.partial(sandbox.apply_limits, group), max_frame=int(limits["frame_mib"] * 2**20),
+                  start_timeout=limits["submission_seconds"])
 
 
 SLOW_CELLS = ("This part could not be graded: the notebook's cells before it ran past the time limit "
