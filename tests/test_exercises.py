@@ -55,6 +55,14 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(autouse=True)
+def _no_visible_cliff(monkeypatch):
+    """No catalogued answer here loops forever (those are the sandbox's: hostile), so a visible case's time
+    limit (10 s here) is lifted to 10 minutes: on a machine busy with another grading run, a correct answer's
+    statistical case once took over 10 s. tests/test_visible_checks.py tests the limit itself."""
+    monkeypatch.setenv("ATTNBOOK_VISIBLE_SECONDS", "600")
+
+
+@pytest.fixture(autouse=True)
 def _torch_restored():
     """An answer that patches torch is undone afterwards."""
     allclose = torch.allclose
