@@ -1,14 +1,10 @@
 """Shared test set-up: the end-to-end files first (for pytest-xdist), GPU tests skipped where no CUDA
-device is present, the helpers beside the tests (``oracles``, ``exercise_harness``)
-importable, and ``one_thread`` to run a test on one PyTorch thread."""
-
-import sys
-from pathlib import Path
+device is present, and ``one_thread`` to run a test on one PyTorch thread. The helpers beside the tests
+(``oracles``, ``exercise_harness``, ``reaper``, ``browser``) import by name: pytest's ``pythonpath``
+(pyproject.toml) puts ``tests/`` on the path."""
 
 import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_collection_modifyitems(config, items):

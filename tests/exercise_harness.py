@@ -7,7 +7,7 @@ stub and every catalogued answer of ``autograder/attnbook_course/fixtures/answer
 starting a kernel or a sandbox; the hostile students, and a sample of the
 rest, go through the sandboxed judge in ``test_autograder.py``.
 
-The tests import it by name (``tests/conftest.py`` puts ``tests/`` on ``sys.path``);
+The tests import it by name (pytest's ``pythonpath`` puts ``tests/`` on the path);
 :func:`load` imports a catalogue's answer file (``answers/<assignment>.py``: data, not a module name).
 """
 
