@@ -123,9 +123,9 @@ def test_a_slow_start_of_the_worker_costs_no_part_its_time(tmp_path, monkeypatch
     """A busy machine that takes 4 s to start the worker (sandbox, torch) does not fail a 3-second part."""
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "3")
     worker = judge.open_worker(tmp_path, [ROOT])
-    worker.command[worker.command.index("-I"):] = [  # the same worker, 4 s late
-        "-I", "-c", "import runpy, sys, time; time.sleep(4); sys.argv = sys.argv[1:]; "
-        "runpy.run_path(sys.argv[0], run_name='__main__')", *worker.command[worker.command.index("-I") + 1:]]
+    script = worker.command.index("-I") + 1  # python -I _worker.py ...: the same worker, 4 s late
+    worker.command[script:script] = ["-c", "import runpy, sys, time; time.sleep(4); sys.argv = sys.argv[1:]; "
+                                           "runpy.run_path(sys.argv[0], run_name='__main__')"]
     try:
         calls = [judge.TestCall(PART, ("sdpa",), 3)]
         result = judge.judge_part(worker, [GOOD], calls, 3)
