@@ -134,6 +134,22 @@ def test_a_slow_start_of_the_worker_costs_no_part_its_time(tmp_path, monkeypatch
     assert result.score == 3.0 and worker.statuses == [], (result.message, worker.statuses)
 
 
+def test_a_library_a_part_imported_is_loaded_before_the_next_parts_child(tmp_path, monkeypatch):
+    """A heavy module of the course's (``_wire.PRELOADS``) that one part's child imported is imported by the
+    worker's host before it forks the next part's child: once, not once per part."""
+    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "20")
+    loaded = "import sys\nloaded = 'sklearn.datasets' in sys.modules\n" + GOOD.replace(
+        "return w @ v, w", "return (w @ v) * (1 if loaded else 2), w")
+    calls = [judge.TestCall(PART, ("sdpa",), 3)]
+    worker = judge.open_worker(tmp_path, [ROOT])
+    try:
+        scores = [judge.judge_part(worker, [source], calls, 3).score
+                  for source in (loaded, "import sklearn.datasets\n" + GOOD, loaded)]
+    finally:
+        worker.close()
+    assert scores == [0.0, 3.0, 3.0] and "sklearn.datasets" in worker.preload
+
+
 def test_an_error_in_the_worker_names_the_students_line(tmp_path, monkeypatch):
     source = "import torch\ndef sdpa(q, k, v):\n    w = q @ k\n    return w @ v, w"  # (B, T, d) @ (B, T, d)
     result, _ = grade(source, tmp_path, monkeypatch)

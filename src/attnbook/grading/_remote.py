@@ -128,6 +128,7 @@ class Worker:
         self.called: set[str] = set()  # forbidden references the student's code reached
         self.slow_cells: list[str] | None = None  # the cells that ran out of time before their part began
         self.quiet = False  # leave what the student's code raises or warns out of the feedback
+        self.preload: set[str] = set()  # heavy modules a child imported: the host loads them before the next
 
     # -------------------------------------------------------------- process
 
@@ -205,7 +206,7 @@ class Worker:
         self.deadline = min(time.monotonic() + self.part_timeout, self.end_by)
         sources, packages = package
         self._send({"op": "part", "package": sources, "packages": packages, "cells": cells, "names": names,
-                    "kernels": kernels, "refused": refused})
+                    "kernels": kernels, "refused": refused, "preload": sorted(self.preload)})
         try:
             reply = self._receive()
         except TimedOut:
@@ -225,7 +226,9 @@ class Worker:
             return
         try:
             self._send({"op": "end"})
-            self.called.update(_names(self._receive().get("called")))
+            bye = self._receive()
+            self.called.update(_names(bye.get("called")))
+            self.preload.update(name for name in _names(bye.get("imported")) if name in _wire.PRELOADS)
             if self._receive(exit_expected=True).get("exit") != 0:
                 self.close()
         except WorkerGone:

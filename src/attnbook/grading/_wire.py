@@ -57,6 +57,10 @@ ERROR_CHARS = 2000  # of the message of an error the student's code raised: the 
 ERROR_TYPE_CHARS = 100  # of that error's type name
 LINE_CHARS = 200  # of the student's line it ends with
 NOTES_KEPT, NOTE_CHARS = 20, 500  # a reply's lists of strings (warnings, flags, references reached): how many, how long
+# Heavy modules of the course's own dependencies that a part's child may import (sklearn: the digits
+# loader; 0.5-2 s each time): a child names those it imported when its part ends, and the worker's host
+# imports them before it forks the next part's child. Only these names: never one a student chooses.
+PRELOADS = ("sklearn.datasets", "sklearn.linear_model", "sklearn.feature_extraction.text")
 PROCESSES_FLAG = "--processes"  # the worker's argument in the sandbox: its process cap (RLIMIT_NPROC), sandbox.py's
 
 

@@ -17,14 +17,17 @@ graded part:
 3. it answers the judge's calls: each one runs a student function on decoded
    data and sends back the result, the arguments as they are afterwards (so
    that changes in place show), torch's random state, warnings and errors;
-4. it exits when the judge ends the part; the host reports its exit status and
-   kills whatever processes it left.
+4. it exits when the judge ends the part, naming the heavy modules of
+   :data:`_wire.PRELOADS` it imported; the host reports its exit status, kills
+   whatever processes it left, and imports those modules before the next part's
+   child when the judge asks (``preload``): a library is loaded once, not per part.
 
 The protocol is :mod:`_wire`'s frames on the file descriptors that were stdin
 and stdout, opened by the host's ``{"hello": true}`` once it has started; the
 student's own output goes to /dev/null.
 """
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -38,8 +41,11 @@ from typing import TYPE_CHECKING
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import matplotlib.pyplot  # noqa: F401 - once, not in every part: most notebooks plot
+# Imported once here, not in every part's child: pyplot (most notebooks plot), and what torch.broadcast_shapes
+# imports when first called (symbolic_shapes and SymPy, 0.3 s), which the attention modules call.
+import matplotlib.pyplot  # noqa: F401
 import torch
+import torch.fx.experimental.symbolic_shapes  # noqa: F401
 from IPython.core.interactiveshell import InteractiveShell
 
 if TYPE_CHECKING:  # mypy reads the package's copies; the sandbox imports the ones beside this file
@@ -156,7 +162,8 @@ def serve_part(part: dict, shell: InteractiveShell) -> None:
     while True:
         request = _wire.receive(PROTOCOL_IN)
         if request.get("op") != "call":
-            _wire.send(PROTOCOL_OUT, {"bye": True, "called": sorted(set(_refuse.CALLED))})
+            imported = [name for name in _wire.PRELOADS if name in sys.modules]
+            _wire.send(PROTOCOL_OUT, {"bye": True, "called": sorted(set(_refuse.CALLED)), "imported": imported})
             return
         _wire.send(PROTOCOL_OUT, call(request, handles))
 
@@ -164,12 +171,19 @@ def serve_part(part: dict, shell: InteractiveShell) -> None:
 def main() -> None:
     """The host: fork a child per part the judge sends, report how it ended."""
     shell = InteractiveShell.instance()  # no cell ever runs here: each child gets it clean
+    shell.InteractiveTB.set_mode(mode="Plain")  # a cell's traceback goes to /dev/null: not worth its 0.1-1 s
     _wire.send(PROTOCOL_OUT, {"hello": True})  # started: the parts' clocks begin after this
     while True:
         try:
             part = _wire.receive(PROTOCOL_IN)
         except EOFError:
             return
+        for name in part.get("preload", []):
+            if name in _wire.PRELOADS and name not in sys.modules:
+                try:
+                    importlib.import_module(name)
+                except Exception:  # the child will meet the same error, as the student's code
+                    pass
         pid = os.fork()
         if pid == 0:
             code = 0
