@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import csv
 import functools
-import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from attnbook.grading.records import SubmissionRecord
@@ -32,94 +32,157 @@ from . import (
     submission,
 )
 from .feedback_notebook import write_results
-from .nbgrader_run import NOTEBOOK, Nbgrader, assignments, gradebook_url, scripts_path
+from .nbgrader_run import NOTEBOOK, Nbgrader, assignments, gradebook_url
 
 
-def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_sandbox: bool = False,
-          student: str | None = None, assignment: str | None = None, shard: shards.Shard | None = None) -> int:
-    """Grade the submissions that are new or changed since the last run (all of ``student``'s, or of
-    ``assignment``, when either is given), keep the others' results, and write every output for all;
-    with ``shard``, only for the submissions of that shard (``shards.py``)."""
-    from attnbook import settings
-    from attnbook.grading import hidden_cases, judge, sandbox
+@dataclass(frozen=True)
+class Request:
+    """What ``attnbook-course grade`` is asked to do.
 
-    if malformed := settings.problems(settings.GRADING):  # before anything is read or written
-        print(f"not grading: {'; '.join(malformed)}", file=sys.stderr)
-        return 2
-    if why := sandbox.refusal(strict=require_sandbox):
-        print(f"not grading: {why}", file=sys.stderr)
-        return 2
-    if assignment is not None and assignment not in assignments():
-        print(f"--assignment: expected one of {', '.join(assignments())}, got {assignment!r}", file=sys.stderr)
-        return 2
-    try:  # read and checked before anyone is judged: a wrong deadlines.csv stops the run here, not after it
-        deadlines = late.load(state, assignments(), [p.name for d in (state / "submitted", submissions)
-                                                     if d and d.is_dir() for p in d.iterdir() if p.is_dir()])
-    except ValueError as err:
-        print(f"not grading: {err}", file=sys.stderr)
-        return 2
-    os.environ["PATH"] = scripts_path()
-    nbgrader = Nbgrader(state)
-    submitted = nbgrader.state / "submitted"
-    if submissions is not None:
-        if not submissions.is_dir():
-            print(f"no such folder of submissions: {submissions}", file=sys.stderr)
-            return 2
-        # Only the named students' and assignments' folders (a regrade touches no one else's), only a
-        # shard's own (shards share submitted/ and copy at once); never a link (intake.copy_submissions).
-        def wanted(s: str, a: str) -> bool:
-            return student in (None, s) and assignment in (None, a) and bool(shards.mine([(s, a)], shard))
+    ``submissions`` (or None: only what ``STATE/submitted/`` holds) are graded into ``state``, the grades
+    written to ``out``, ``jobs`` at once; ``student`` and ``assignment`` grade those submissions again
+    (and no other); ``shard`` grades only that shard's (``shards.py``).
 
-        for line in intake.copy_submissions(submissions, submitted, wanted, assignments()):
-            print(line, file=sys.stderr)
-    for line in refused_folders(submitted):
-        print(line, file=sys.stderr)
-    pairs = shards.mine(class_pairs(submitted), shard)
-    if not pairs and shard is not None:  # a small class, or many shards: none falls to this one
-        shards.start(nbgrader.state, shard)
-        shards.finish(nbgrader.state, shard, {})
-        print(f"shard {shard[0]}/{shard[1]}: no submission of the class falls to it; done")
-        return 0
-    if not pairs:
-        print(f"nothing to grade{' in this shard' if shard else ''}: expected "
-              f"{submitted}/<student>/<assignment>/{NOTEBOOK}", file=sys.stderr)
+    >>> Request(None, Path("s"), Path("s/grades.csv"), student="ada").named("ada", "02-transformer")
+    True
+    """
+
+    submissions: Path | None
+    state: Path
+    out: Path
+    jobs: int = 1
+    require_sandbox: bool = False
+    student: str | None = None
+    assignment: str | None = None
+    shard: shards.Shard | None = None
+
+    def named(self, student: str, assignment: str) -> bool:
+        """Whether --student and --assignment (when given) name this submission."""
+        return self.student in (None, student) and self.assignment in (None, assignment)
+
+
+class NotGrading(Exception):
+    """Why a run stops before anyone is judged or anything written (exit status 2)."""
+
+
+def grade(request: Request) -> int:
+    """Grade the submissions that are new or changed since the last run (all of ``request.student``'s, or of
+    its ``assignment``, when either is given), keep the others' results, and write every output for all;
+    with a shard, only for the submissions of that shard."""
+    from attnbook.grading import sandbox
+
+    try:
+        deadlines = _checked(request)
+        nbgrader = Nbgrader(request.state)
+        pairs, chosen = _submissions(request, nbgrader.state / "submitted")
+        if request.shard is not None and not pairs:  # a small class, or many shards: none falls to this one
+            shards.start(nbgrader.state, request.shard)
+            shards.finish(nbgrader.state, request.shard, {})
+            print(f"shard {request.shard[0]}/{request.shard[1]}: no submission of the class falls to it; done")
+            return 0
+        request.out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
+        shards.start(nbgrader.state, request.shard)
+        todo, kept, keys, notes = gradecache.select(nbgrader.state, pairs, chosen)
+        _load_checks(sorted({a for _, a in todo}))
+    except NotGrading as err:
+        print(f"{err}", file=sys.stderr)
         return 2
-    chosen = None
-    if student is not None or assignment is not None:
-        chosen = [p for p in pairs if student in (None, p[0]) and assignment in (None, p[1])]
-        if not chosen:
-            print(f"nothing to grade: no submission of {student or 'any student'} for {assignment or 'any assignment'}"
-                  f" in {submitted}", file=sys.stderr)
-            return 2
-    out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
-    shards.start(nbgrader.state, shard)
-    lock = functools.partial(recording.lock, nbgrader.db_url)  # the gradebook's writers, one at a time
-    todo, kept, keys, notes = gradecache.select(nbgrader.state, pairs, chosen)
-    swept = sandbox.sweep()  # what killed runs left: sandbox folders, empty cgroups
-    if swept:
+    if swept := sandbox.sweep():  # what killed runs left: sandbox folders, empty cgroups
         print(f"removed what an earlier run left: {', '.join(swept)}")
+    lock = functools.partial(recording.lock, nbgrader.db_url)  # the gradebook's writers, one at a time
     with lock():  # the first to open an empty gradebook makes its tables
         done = recording.recorded(nbgrader.db_url)
     unrecorded = [p for p in kept if p not in done]  # a gradebook made afresh keeps no earlier grade
     graded = sorted({a for _, a in todo + unrecorded})
-    # The hidden cases are read from autograder/hidden (or $ATTNBOOK_HIDDEN_CASES), never from the installed package,
-    # once, with every check, before the judges fork; a part without its hidden cases stops the run.
+    fresh = judging.judge_all([(s, a, str(nbgrader.state)) for s, a in todo], request.jobs, graded, nbgrader, lock)
+    results = sorted(fresh + list(kept.values()), key=lambda r: (r["student"], r["assignment"]))
+    with lock():
+        due = late.apply(results, nbgrader.state, nbgrader.db_url, deadlines)  # all: a changed deadline counts too
+        recording.record(nbgrader.db_url, fresh + [kept[p] for p in unrecorded], nbgrader.state / "submitted")
+        late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
+    pages, logfile = _write(request, nbgrader, fresh, kept, results)
+    for result in fresh:
+        gradecache.store(nbgrader.state, result, keys[result["student"], result["assignment"]])
+    if request.shard is not None:
+        shards.finish(nbgrader.state, request.shard, keys)
+    sandbox.sweep()
+    _summary(request, nbgrader, fresh, kept, results, notes, logfile)
+    counted, missing = feedback_pages.report(nbgrader.state, results, pages)
+    for line in missing:  # each with nbgrader's reason; the grades stand, so the run still succeeds
+        print(line, file=sys.stderr)
+    print(counted)
+    return 0
+
+
+def _checked(request: Request) -> dict:
+    """The settings, the sandbox, --assignment and the deadlines, checked before anything is read or
+    written: a wrong deadlines.csv stops the run here, not after it. The deadlines (:func:`late.load`)."""
+    from attnbook import settings
+    from attnbook.grading import sandbox
+
+    if malformed := settings.problems(settings.GRADING):
+        raise NotGrading(f"not grading: {'; '.join(malformed)}")
+    if why := sandbox.refusal(strict=request.require_sandbox):
+        raise NotGrading(f"not grading: {why}")
+    if request.assignment is not None and request.assignment not in assignments():
+        raise NotGrading(f"--assignment: expected one of {', '.join(assignments())}, got {request.assignment!r}")
+    if request.submissions is not None and not request.submissions.is_dir():
+        raise NotGrading(f"no such folder of submissions: {request.submissions}")
+    folders = (request.state / "submitted", request.submissions)
+    try:
+        return late.load(request.state, assignments(),
+                         [p.name for d in folders if d and d.is_dir() for p in d.iterdir() if p.is_dir()])
+    except ValueError as err:
+        raise NotGrading(f"not grading: {err}") from None
+
+
+def _submissions(request: Request, submitted: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]] | None]:
+    """Copy the request's submissions into ``submitted/``; (the pairs of this run's shard, those named by
+    --student and --assignment or None when neither is given). Only the named students' and assignments'
+    folders are copied (a regrade touches no one else's), only a shard's own (shards share submitted/ and
+    copy at once); never a link (:func:`intake.copy_submissions`)."""
+    if request.submissions is not None:
+        def wanted(s: str, a: str) -> bool:
+            return request.named(s, a) and bool(shards.mine([(s, a)], request.shard))
+
+        for line in intake.copy_submissions(request.submissions, submitted, wanted, assignments()):
+            print(line, file=sys.stderr)
+    for line in refused_folders(submitted):
+        print(line, file=sys.stderr)
+    pairs = shards.mine(class_pairs(submitted), request.shard)
+    if not pairs and request.shard is None:
+        raise NotGrading(f"nothing to grade: expected {submitted}/<student>/<assignment>/{NOTEBOOK}")
+    if not pairs or (request.student is None and request.assignment is None):
+        return pairs, None
+    chosen = [p for p in pairs if request.named(*p)]
+    if not chosen:
+        raise NotGrading(f"nothing to grade: no submission of {request.student or 'any student'} for "
+                         f"{request.assignment or 'any assignment'} in {submitted}")
+    return pairs, chosen
+
+
+def _load_checks(graded: list[str]) -> None:
+    """Read every part's hidden cases (from ``autograder/hidden`` or ``$ATTNBOOK_HIDDEN_CASES``, never from
+    the installed package) and the worker's copy of attnbook once, before the judges fork; a part without
+    its hidden cases stops the run (:class:`NotGrading`)."""
+    from attnbook.grading import hidden_cases, judge
+
     hidden_cases.default_to(HIDDEN_CASES)
     try:
-        for name in sorted({a for _, a in todo}):
+        for name in graded:
             for cell in submission.test_cells(submission.source(name)).values():
                 for call in judge.parse_test_cell(cell.source):
                     judge.package_sources(tuple(sorted(call.check.forbidden)))
                     call.check.hidden  # noqa: B018 (loads the part's hidden cases)
     except (LookupError, FileNotFoundError) as err:
-        print(f"not grading: {err}", file=sys.stderr)
-        return 2
-    fresh = judging.judge_all([(s, a, str(nbgrader.state)) for s, a in todo], jobs, graded, nbgrader, lock)
-    results = sorted(fresh + list(kept.values()), key=lambda r: (r["student"], r["assignment"]))
-    with lock():
-        due = late.apply(results, nbgrader.state, nbgrader.db_url, deadlines)  # all: a changed deadline counts too
-        recording.record(nbgrader.db_url, fresh + [kept[p] for p in unrecorded], submitted)
-        late.record(nbgrader.db_url, results, Path(NOTEBOOK).stem, due)
+        raise NotGrading(f"not grading: {err}") from None
+
+
+def _write(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord],
+           kept: dict[tuple[str, str], SubmissionRecord],
+           results: list[SubmissionRecord]) -> tuple[feedback_pages.Pages, Path]:
+    """Each submission's results JSON and feedback, the run's grading.log and grades.csv; (the feedback
+    pages written, the log's path). A submission whose files fail costs only its own."""
     for result, regraded in [(r, True) for r in fresh] + [(r, False) for r in kept.values()]:
         try:
             write_results(result, nbgrader, regraded)
@@ -128,17 +191,21 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     pages = feedback_pages.write_pages(nbgrader, [(r["student"], r["assignment"]) for r in fresh], list(kept))
     log = [pages.log] + [f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n"
                          for r in results if r.get("log")]
+    shard = request.shard
     logfile = (nbgrader.state if shard is None else shards.folder(nbgrader.state, shard)) / "grading.log"
     logfile.parent.mkdir(parents=True, exist_ok=True)
     logfile.write_text("".join(log))
-    write_csv(results, out)
-    for result in fresh:
-        gradecache.store(nbgrader.state, result, keys[result["student"], result["assignment"]])
-    if shard is not None:
-        shards.finish(nbgrader.state, shard, keys)
-    sandbox.sweep()
-    print(f"graded {len(fresh)} submissions, kept the results of {len(kept)} graded before; wrote {out} and "
-          f"feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "
+    write_csv(results, request.out)
+    return pages, logfile
+
+
+def _summary(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord], kept: dict,
+             results: list[SubmissionRecord], notes: list[str], logfile: Path) -> None:
+    """What the run did, and what needs the instructor's look."""
+    from attnbook.grading import sandbox
+
+    print(f"graded {len(fresh)} submissions, kept the results of {len(kept)} graded before; wrote {request.out} "
+          f"and feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "
           f"processes: {sandbox.describe()['processes']})")
     for note in notes:
         print(note, file=sys.stderr)
@@ -146,13 +213,9 @@ def grade(submissions: Path | None, state: Path, out: Path, jobs: int, require_s
     if broken:
         print(f"{len(broken)} submissions need a look (grading error; tracebacks in "
               f"{logfile}): {', '.join(broken)}", file=sys.stderr)
-    if shard is not None:
-        print(f"shard {shard[0]}/{shard[1]} done: `attnbook-course gather` writes the class's grades.csv once all are")
-    counted, missing = feedback_pages.report(nbgrader.state, results, pages)
-    for line in missing:  # each with nbgrader's reason; the grades stand, so the run still succeeds
-        print(line, file=sys.stderr)
-    print(counted)
-    return 0
+    if request.shard is not None:
+        print(f"shard {request.shard[0]}/{request.shard[1]} done: `attnbook-course gather` writes the class's "
+              f"grades.csv once all are")
 
 
 def class_pairs(submitted: Path) -> list[tuple[str, str]]:

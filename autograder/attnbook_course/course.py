@@ -56,7 +56,7 @@ from pathlib import Path
 from attnbook import settings
 
 from . import GRADER, export, intake, late, shards
-from .classgrade import gather, grade
+from .classgrade import Request, gather, grade
 from .nbgrader_run import MAX_NOTEBOOK, ROOT, SOLUTIONS, assignments, gradebook_url, release
 from .submission import grade_id, released
 
@@ -182,8 +182,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return routes.run(args)
     default = args.state / "grades.csv" if args.shard is None else shards.folder(args.state, args.shard) / "grades.csv"
-    return grade(args.submissions, args.state, args.out or default, max(1, args.jobs),
-                 args.require_sandbox, args.student, args.assignment, args.shard)
+    return grade(Request(args.submissions, args.state, args.out or default, max(1, args.jobs),
+                         args.require_sandbox, args.student, args.assignment, args.shard))
 
 
 def _shard(text: str) -> shards.Shard:
