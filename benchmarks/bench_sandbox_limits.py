@@ -29,14 +29,14 @@ import tempfile
 import threading
 from pathlib import Path
 
-from attnbook.grading import sandbox
+from attnbook_course import sandbox
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sandbox_limits.csv"
 
 READER = """
 import json, os, sys, time
 import torch
-from attnbook.grading import _wire, judge
+from attnbook_course import _wire, judge
 
 
 def status(key):  # kB

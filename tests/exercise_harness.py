@@ -20,8 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnbook.grading import earlier, judge, sandbox
-from attnbook_course import inprocess, submission
+from attnbook_course import earlier, inprocess, judge, sandbox, submission
 from attnbook_course.fixtures import catalogue as answers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +89,7 @@ class Exercise:
         test cell is graded by calling its check on the objects the notebook
         defined by then. A part below full that runs earlier parts below full
         is graded again with those replaced by the solution's, as the judge
-        does (:mod:`attnbook.grading.earlier`). Returns grade_id -> (points,
+        does (:mod:`attnbook_course.earlier`). Returns grade_id -> (points,
         message and what the check printed).
         """
         plan, _ = submission.plan(read(self.solution), read(self.released), nb)

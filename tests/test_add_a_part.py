@@ -135,7 +135,7 @@ MORE_ANSWERS = '''
 GRADE = f'''
 import json
 
-from attnbook.grading import judge
+from attnbook_course import judge
 
 notebook = json.load(open("solutions/{A}/exercises.ipynb"))  # nbformat's import alone takes seconds
 cells = {{c["metadata"].get("nbgrader", {{}}).get("grade_id"): "".join(c["source"]) for c in notebook["cells"]}}

@@ -1,7 +1,7 @@
 """No single submission can stop, stall or starve the class's grading.
 
 The mechanisms one by one (fast, no sandbox): a judge process per submission
-(:mod:`attnbook.grading.pool`), deadlines on whole frames, frames of bounded
+(:mod:`attnbook_course.pool`), deadlines on whole frames, frames of bounded
 size and shape, capped feedback, clean-up of any folder, the per-submission
 guard of ``course.py``. Then the class-level attacks of the catalogue
 (``answers/hostile.py``), graded in the sandbox beside control students: the
@@ -25,8 +25,7 @@ import pytest
 import reaper
 import torch
 
-from attnbook.grading import _cgroups, _wire, judge, pool, sandbox
-from attnbook_course import judging, submission
+from attnbook_course import _cgroups, _wire, judge, judging, pool, sandbox, submission
 from attnbook_course.fixtures import catalogue
 
 ROOT = Path(__file__).resolve().parent.parent

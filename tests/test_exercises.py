@@ -23,7 +23,8 @@ import exercise_harness as harness
 import pytest
 import torch
 
-from attnbook.grading import earlier, judge, reasoning
+from attnbook.grading import reasoning
+from attnbook_course import earlier, judge
 
 # assignment -> its grading package, attnbook.grading.<package>
 CHAPTERS = {
@@ -154,7 +155,7 @@ def test_one_mistake_costs_only_its_own_parts(assignment, capsys):
 
 @pytest.mark.parametrize("assignment", CHAPTERS)
 def test_part_k_is_the_kth_test_cell(assignment):
-    """Feedback names earlier parts by number (attnbook.grading.earlier): the k-th test cell is under "Part k"."""
+    """Feedback names earlier parts by number (attnbook_course.earlier): the k-th test cell is under "Part k"."""
     ex = exercise(assignment)
     headings = []
     for cell in harness.read(ex.solution).cells:

@@ -15,11 +15,11 @@ import torch
 import attnbook.alignment
 import attnbook.attention
 import attnbook.hard_attention
-from attnbook.grading import judge
 from attnbook.grading import rnn as checks
 from attnbook.grading.engine import Part
 from attnbook.grading.errors import CheckFailed
 from attnbook.grading.rnn import _common, sample_hard_attention, score_function_gradient
+from attnbook_course import judge
 
 EXERCISE = harness.Exercise("01-rnn-attention")
 ANSWERS = EXERCISE.answers

@@ -240,7 +240,8 @@ def shipped(wheel) -> tuple[dict[str, str], dict[str, str]]:
 
 def test_the_wheel_holds_attnbook_and_nothing_of_the_instructors(wheel):
     """The root project builds ``attnbook`` alone: not the grader (``attnbook_course``, its own distribution in
-    ``autograder/``), no file of ``autograder/``, no hidden case's module, by name or by content."""
+    ``autograder/``: its judge, sandbox and worker too), no file of ``autograder/``, no hidden case's module, by
+    name or by content."""
     hidden = {path.read_bytes() for path in INSTRUCTOR.glob("*.py")}
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
@@ -248,6 +249,7 @@ def test_the_wheel_holds_attnbook_and_nothing_of_the_instructors(wheel):
     assert "attnbook/__init__.py" in names and "attnbook/grading/engine.py" in names
     assert [n for n in names if not n.startswith(("attnbook/", "attnbook-0.1.0.dist-info/"))] == []
     assert [n for n in names if re.search(r"attnbook_course|autograder|hidden/|conftest", n)] == []
+    assert [n for n in names if re.search(r"/(judge|_worker|_wire|sandbox|_remote|pool)\.py$", n)] == []
     assert copies == []
 
 

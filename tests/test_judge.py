@@ -14,13 +14,14 @@ import pytest
 import torch
 
 import attnbook.grading
-from attnbook.grading import _refuse, _wire, judge, sandbox
+from attnbook.grading import _refuse
 from attnbook.grading._compare import close, require_tensor
 from attnbook.grading._core import private_modules, run_student
 from attnbook.grading.engine import Case, Part
 from attnbook.grading.errors import CheckFailed
-from attnbook.grading.plan import Cell, Test
 from attnbook.grading.transformer._common import ATTENTION_KERNELS
+from attnbook_course import _wire, judge, sandbox
+from attnbook_course.plan import Cell, Test
 
 (ATT,) = private_modules("attnbook.attention")
 ROOT = Path(__file__).resolve().parent.parent

@@ -68,7 +68,7 @@ def test_the_key_changes_with_the_grader_the_notebooks_and_the_settings(course_c
                append(f"chapters/{ASSIGNMENT}/exercises.ipynb", " "), append("tools/book_assets.py"),
                lambda: monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "7"),
                lambda: monkeypatch.setattr(attnbook, "__file__", str(package / "__init__.py")),  # the same files
-               append("attnbook/grading/judge.py")]
+               append("attnbook/grading/engine.py")]
     keys = [key] + [key_after(change) for change in changes]
     assert keys[-2] == keys[-3]  # the package's files, wherever it is installed, make the same key
     del keys[-2]

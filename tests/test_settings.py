@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from attnbook import settings
-from attnbook.grading import _wire, hidden_cases, judge, sandbox
-from attnbook_course import course
+from attnbook.grading import hidden_cases
+from attnbook_course import _wire, course, judge, sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"ATTNBOOK_[A-Z][A-Z_]*[A-Z]")

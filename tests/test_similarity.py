@@ -86,7 +86,7 @@ def _namespace(assignment: str, part: str) -> dict:
 @pytest.mark.parametrize(("assignment", "part"), list(CATALOGUE))
 def test_catalogue_answers_are_right(assignment, part, capsys):
     """Every answer passes its part's visible checks: the catalogue is of right answers, copied or not."""
-    from attnbook.grading import judge
+    from attnbook_course import judge
 
     entry = CATALOGUE[(assignment, part)]
     tests = {c.metadata["nbgrader"]["grade_id"]: c for c in

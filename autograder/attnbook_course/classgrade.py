@@ -16,8 +16,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnbook.grading.records import SubmissionRecord
-
 from . import (
     HIDDEN_CASES,
     csvcells,
@@ -33,6 +31,7 @@ from . import (
 )
 from .feedback_notebook import write_results
 from .nbgrader_run import NOTEBOOK, Nbgrader, assignments, gradebook_url
+from .records import SubmissionRecord
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ def grade(request: Request) -> int:
     """Grade the submissions that are new or changed since the last run (all of ``request.student``'s, or of
     its ``assignment``, when either is given), keep the others' results, and write every output for all;
     with a shard, only for the submissions of that shard."""
-    from attnbook.grading import sandbox
+    from . import sandbox
 
     try:
         deadlines = _checked(request)
@@ -118,7 +117,8 @@ def _checked(request: Request) -> dict:
     """The settings, the sandbox, --assignment and the deadlines, checked before anything is read or
     written: a wrong deadlines.csv stops the run here, not after it. The deadlines (:func:`late.load`)."""
     from attnbook import settings
-    from attnbook.grading import sandbox
+
+    from . import sandbox
 
     if malformed := settings.problems(settings.GRADING):
         raise NotGrading(f"not grading: {'; '.join(malformed)}")
@@ -165,7 +165,9 @@ def _load_checks(graded: list[str]) -> None:
     """Read every part's hidden cases (from ``autograder/hidden`` or ``$ATTNBOOK_HIDDEN_CASES``, never from
     the installed package) and the worker's copy of attnbook once, before the judges fork; a part without
     its hidden cases stops the run (:class:`NotGrading`)."""
-    from attnbook.grading import hidden_cases, judge
+    from attnbook.grading import hidden_cases
+
+    from . import judge
 
     hidden_cases.default_to(HIDDEN_CASES)
     try:
@@ -202,7 +204,7 @@ def _write(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord],
 def _summary(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord], kept: dict,
              results: list[SubmissionRecord], notes: list[str], logfile: Path) -> None:
     """What the run did, and what needs the instructor's look."""
-    from attnbook.grading import sandbox
+    from . import sandbox
 
     print(f"graded {len(fresh)} submissions, kept the results of {len(kept)} graded before; wrote {request.out} "
           f"and feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "

@@ -18,7 +18,7 @@
 ``python -m attnbook_course`` is the same command. Each subcommand has ``--help``.
 
 ``grade`` copies the submissions into ``submitted/`` (adding and updating,
-never deleting), grades each one with the judge of :mod:`attnbook.grading.judge`
+never deleting), grades each one with the judge of :mod:`attnbook_course.judge`
 (the student's code in a sandboxed worker, the comparisons and the scores in a
 clean judge process), ``--jobs`` submissions at once, writes the scores into
 the gradebook, ``results/<student>/<assignment>.json``, HTML feedback without

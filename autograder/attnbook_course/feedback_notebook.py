@@ -27,10 +27,9 @@ import json
 import shutil
 from typing import TYPE_CHECKING
 
-from attnbook.grading.records import SubmissionRecord
-
 from . import feedback_filters, intake, late, submission
 from .nbgrader_run import NOTEBOOK, Nbgrader
+from .records import SubmissionRecord
 from .submission import CELL_ID, grade_id, nbgrader_meta
 
 if TYPE_CHECKING:

@@ -32,9 +32,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnbook.grading.records import SubmissionRecord
-
 from . import ROOT, feedback_filters
+from .records import SubmissionRecord
 
 if TYPE_CHECKING:
     from .nbgrader_run import Nbgrader

@@ -43,9 +43,8 @@ import os
 import sys
 from pathlib import Path
 
-from attnbook.grading.records import SubmissionRecord
-
 from . import GRADER, ROOT
+from .records import SubmissionRecord
 
 CACHE = "grading-cache"
 _CONFIG_SUFFIXES = (".py", ".json", ".yml", ".yaml", ".toml")  # autograder/'s code and configuration
@@ -75,7 +74,8 @@ def _grader() -> str:
 
     import attnbook
     from attnbook import settings
-    from attnbook.grading import sandbox
+
+    from . import sandbox
 
     digest = hashlib.sha256()
     package = Path(attnbook.__file__).resolve().parent

@@ -3,7 +3,7 @@
 The solutions, the catalogue's answers (``tests/exercise_harness.py``) and the
 mutants of a solution (``autograder/attnbook_course/mutants.py``) are the course's own code: they
 run here, cell by cell, and each test cell is scored by
-:func:`attnbook.grading.judge.score_test_cell`, as the judge scores it (the
+:func:`attnbook_course.judge.score_test_cell`, as the judge scores it (the
 visible check, then the hidden one).
 """
 

@@ -1,7 +1,7 @@
 """Judging the submissions: each in a judge process of its own, a failure its own ``grading error``.
 
 :func:`judge_all` runs :func:`grade_one` for every submission, ``jobs`` at
-once (:mod:`attnbook.grading.pool`), while nbgrader records the assignments'
+once (:mod:`attnbook_course.pool`), while nbgrader records the assignments'
 cells in the gradebook; whatever fails for one submission (reading, planning,
 judging, a judge that dies or runs out of time) scores its parts 0 and says why.
 """
@@ -15,13 +15,12 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from attnbook.grading.records import SubmissionRecord
-
 from . import intake, submission
 from .nbgrader_run import Nbgrader
+from .records import SubmissionRecord
 
 if TYPE_CHECKING:
-    from attnbook.grading.pool import Failure
+    from .pool import Failure
 
 STATUS_CHARS = 200  # of the message in a grading error's status (the traceback goes to the log)
 
@@ -39,7 +38,7 @@ def grade_one(job: tuple[str, str, str]) -> SubmissionRecord:
     try:
         import torch
 
-        from attnbook.grading import judge
+        from . import judge
 
         torch.set_num_threads(1)  # the checks' tensors are small: parallel judges, not threads, use the cores
         nb, statuses = intake.read_submission(Path(state) / "submitted" / student / assignment,
@@ -87,7 +86,7 @@ def judge_all(jobs_list: list, jobs: int, graded: list[str], nbgrader: Nbgrader,
     """Every submission's result, each judged in a process of its own (``jobs`` at once) while nbgrader
     records the assignments' cells (holding ``lock``: the gradebook's, when shards share it); a judge that
     dies or runs past its budget is its submission's error."""
-    from attnbook.grading import pool, sandbox
+    from . import pool, sandbox
 
     failed: list[BaseException] = []
 

@@ -51,7 +51,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from attnbook.grading.records import Lateness, SubmissionRecord
+from .records import Lateness, SubmissionRecord
 
 DEADLINES = "deadlines.csv"
 COLUMNS = ("assignment", "student", "due", "policy")  # student and policy may be left out

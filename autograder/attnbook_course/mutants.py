@@ -58,10 +58,10 @@ import torch
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.plugins import get_operator, operator_names
 
-from attnbook.grading import hidden_cases, judge
+from attnbook.grading import hidden_cases
 from attnbook.measure import machine_header
 
-from . import GRADER, HIDDEN_CASES, ROOT
+from . import GRADER, HIDDEN_CASES, ROOT, judge
 from .inprocess import quietly, run_cell
 
 RULES = GRADER / "mutation" / "rules"  # <assignment>.py: the hand-written rule mutants

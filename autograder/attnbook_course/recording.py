@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-from attnbook.grading.records import SubmissionRecord
-
 from .judging import grading_error
 from .nbgrader_run import NOTEBOOK, gradebook
+from .records import SubmissionRecord
 
 LOCK_KEY = 0x6174746E626F6F6B  # "attnbook": the PostgreSQL advisory lock of the class's grading runs
 

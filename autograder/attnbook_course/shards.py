@@ -32,9 +32,8 @@ import re
 import shutil
 from pathlib import Path
 
-from attnbook.grading.records import SubmissionRecord
-
 from . import gradecache, recording
+from .records import SubmissionRecord
 
 SHARDS = "shards"  # STATE/shards/I-of-N/: what shard I of N writes for the class as a whole
 MANIFEST = "manifest.json"

@@ -114,7 +114,7 @@ def _stubs(assignment: str) -> dict[str, str]:
 def reference(assignment: str, part: str) -> str:
     """The source of the attnbook references that the test cells of ``part`` forbid (see the module's
     docstring for which ones); ``""`` when they forbid none."""
-    from attnbook.grading import judge
+    from . import judge
 
     tests = submission.test_cells(submission.source(assignment))
     paths = sorted({judge.defining_path(name) for gid in parts(assignment)[part]

@@ -13,10 +13,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnbook.grading.plan import Cell, Step, Test
-
 from . import review
 from .nbgrader_run import CHAPTERS, MAX_NOTEBOOK, NOTEBOOK, ROOT, SOLUTIONS
+from .plan import Cell, Step, Test
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -57,7 +56,7 @@ def flags(nb: NotebookNode) -> list[str]:
 
 
 def plan(source: NotebookNode, released: NotebookNode, submitted: NotebookNode) -> tuple[list[Step], list[str]]:
-    """What the judge runs, in order (:mod:`attnbook.grading.plan`): the source's cells with the student's
+    """What the judge runs, in order (:mod:`attnbook_course.plan`): the source's cells with the student's
     answers in them.
 
     Answer cells come from the submission (the released stub if it lost one)

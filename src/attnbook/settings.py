@@ -14,7 +14,7 @@ prints them all with the values in force.
 These are the instructor's knobs only, never a channel between the grader's
 processes: what the judge and the sandboxed worker agree on (how much of a
 message crosses, the worker's process cap) is in the contract section of
-:mod:`attnbook.grading._wire`, which the worker can import.
+:mod:`attnbook_course._wire`, which the worker can import.
 
 >>> GRADING_PART_SECONDS.name, GRADING_PART_SECONDS.default, GRADING_PART_SECONDS.unit
 ('ATTNBOOK_GRADING_PART_SECONDS', 120.0, 'seconds')

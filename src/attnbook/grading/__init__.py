@@ -16,11 +16,12 @@ Where things live:
   (chapter 5), :mod:`.vit` (chapter 6); a test cell imports its check from its
   chapter's package;
 * :mod:`.fixtures`: the random models and losses handed to student code;
-* :mod:`.judge`, :mod:`._remote`, :mod:`._worker`, :mod:`._wire`,
-  :mod:`.sandbox`: grading a submission with the student's code in a
-  sandboxed worker and the comparisons in a clean judge process;
-  :mod:`._refuse`: refusing a part's references, in the worker and in the
-  student's kernel alike.
+* :mod:`._refuse`: refusing a part's references, in the grader's sandboxed
+  worker and in the student's kernel alike; :mod:`.hidden_cases`: finding
+  the hidden cases the instructor names.
+
+Grading a submission in the sandbox (the judge, the worker, the sandbox) is
+the instructor's package ``attnbook_course``'s, never shipped to students.
 
 Nothing chapter-specific is imported here until it is asked for, so that one
 chapter's checks never break another chapter's test cells.

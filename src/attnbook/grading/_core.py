@@ -7,7 +7,7 @@ the difference:
   they run here, with stderr sent to stdout, warnings noted, and the part's
   references refused while they run (:func:`._refuse.refused`);
 * in the judge, proxies of objects that live in the sandboxed worker
-  (:class:`attnbook.grading._remote.Remote`): a call sends data there and
+  (:class:`Proxy`; the grader's ``attnbook_course._remote.Remote``): a call sends data there and
   brings data back, and the worker refused the references before the
   notebook's cells ran (:func:`._refuse.refuse`, the same way).
 
@@ -34,7 +34,7 @@ import time
 import types
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, TypeGuard, cast
+from typing import Protocol, TypeGuard, cast
 
 import torch
 
@@ -44,8 +44,19 @@ from ._cells import student_line
 from ._refuse import ReferenceCalled, refused
 from .errors import CheckFailed
 
-if TYPE_CHECKING:  # _remote imports this module
-    from ._remote import Remote
+
+class Proxy(Protocol):
+    """What a check calls on the judge's proxy of an object in the sandboxed worker (the grader's
+    ``attnbook_course._remote.Remote``, which the students' package never ships)."""
+
+    def __handle__(self) -> list: ...
+
+    def remote_call(self, method: str | None, args: tuple, kwargs: dict, what: str) -> object: ...
+
+    def parameter_shapes(self) -> list: ...
+
+    def load_parameters(self, state: dict) -> None: ...
+
 
 # What the part being checked refuses: (Part.forbidden, Part.kernels), set by Part while its cases run.
 REFUSED: contextvars.ContextVar[tuple[tuple[str, ...], tuple[str, ...]]] = contextvars.ContextVar(
@@ -214,8 +225,8 @@ def time_limit(seconds: float | None, part: str, case: str) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(outer[0] - (time.monotonic() - start), 1e-3), outer[1])
 
 
-def _is_proxy(obj: object) -> TypeGuard[Remote]:
-    """Whether ``obj`` is the judge's proxy of a worker object (a :class:`~._remote.Remote`)."""
+def _is_proxy(obj: object) -> TypeGuard[Proxy]:
+    """Whether ``obj`` is the judge's proxy of a worker object (a :class:`Proxy`)."""
     return hasattr(obj, "__handle__")
 
 

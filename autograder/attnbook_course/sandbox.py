@@ -14,7 +14,7 @@ and says which isolation was in force where grades are reported (:func:`isolatio
 Its limits are the ``ATTNBOOK_GRADING_*`` settings (:mod:`attnbook.settings`:
 ``python -m attnbook.settings`` prints them with their defaults and units;
 :func:`describe` says which are in force, and ``python -m
-attnbook.grading.sandbox`` prints it).
+attnbook_course.sandbox`` prints it).
 
 The memory and process caps need a control group (:mod:`._cgroups`); without
 one, every process of the worker is held to an address space of the memory
@@ -35,7 +35,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import settings
+from attnbook import settings
+from attnbook.grading import _cells, _refuse
+
 from . import _cgroups, _wire
 
 WORKER = "/opt/attnbook-worker"  # the worker's two files, read-only, as it sees them
@@ -159,10 +161,10 @@ def workdir() -> Path:
 
 def prepare(folder: Path) -> None:
     """Put the worker's four files in ``folder`` (nothing else of the course goes there)."""
-    here = Path(__file__).parent
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("_worker.py", "_wire.py", "_refuse.py", "_cells.py"):
-        shutil.copyfile(here / name, folder / name)
+    worker = Path(__file__).with_name("_worker.py")  # a script, never imported here
+    for module in (worker, _wire.__file__, _refuse.__file__, _cells.__file__):
+        shutil.copyfile(module, folder / Path(module).name)
     os.chmod(folder, 0o777 if isolation() == "none" else 0o755)  # without bubblewrap it is the worker's folder
 
 

@@ -23,9 +23,10 @@ from typing import IO, cast
 
 import torch
 
-from .. import settings
+from attnbook import settings
+from attnbook.grading._core import note_warnings, student_error
+
 from . import _wire
-from ._core import note_warnings, student_error
 
 QUIET = "(its message is not shown when earlier parts are replaced by the reference)"
 REAP_SECONDS = 30  # a killed worker is waited for this long; one stuck in the kernel is reaped by the next wait

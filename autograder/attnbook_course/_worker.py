@@ -48,8 +48,9 @@ import torch
 import torch.fx.experimental.symbolic_shapes  # noqa: F401
 from IPython.core.interactiveshell import InteractiveShell
 
-if TYPE_CHECKING:  # mypy reads the package's copies; the sandbox imports the ones beside this file
-    from attnbook.grading import _cells, _refuse, _wire
+if TYPE_CHECKING:  # mypy reads the packages' copies; the sandbox imports the ones beside this file
+    from attnbook.grading import _cells, _refuse
+    from attnbook_course import _wire
 else:
     import _cells
     import _refuse

@@ -46,10 +46,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _cgroups, _refuse, earlier, sandbox
+from attnbook.grading import _refuse
+from attnbook.grading.engine import Part
+from attnbook.grading.errors import CheckFailed
+
+from . import _cgroups, earlier, sandbox
 from ._remote import Worker, WorkerGone
-from .engine import Part
-from .errors import CheckFailed
 from .plan import Cell, Step
 from .records import PartRecord
 
@@ -210,7 +212,7 @@ def score_test_cell(calls: Iterable[TestCall], objects: Mapping[str, object], ma
     in-process graders (``tests/exercise_harness.py``, ``autograder/attnbook_course/mutants.py``)
     on the objects themselves. A name the objects lack is passed as ``None``.
 
-    >>> from .engine import Case
+    >>> from attnbook.grading.engine import Case
     >>> def check(inc):
     ...     def one(x):
     ...         if inc(x) != x + 1:

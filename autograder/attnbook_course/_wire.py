@@ -271,7 +271,7 @@ def receive(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAME) 
     >>> send(w, {"a": [[]] * 1000})
     >>> receive(r)
     Traceback (most recent call last):
-    attnbook.grading._wire.WireError: frame of 4007 bytes holds 1002 arrays and objects (at most 314 here)
+    attnbook_course._wire.WireError: frame of 4007 bytes holds 1002 arrays and objects (at most 314 here)
     >>> os.close(r), os.close(w)
     (None, None)
     """
