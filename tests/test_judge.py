@@ -179,8 +179,26 @@ def test_cells_that_hang_cost_one_time_limit_not_one_per_part(monkeypatch):
     assert results["before"].score == 2.0
     assert results["hangs"].score == 0 and "time limit exceeded in the notebook's cells" in results["hangs"].message
     assert results["after"].score == 0
-    assert results["after"].message == judge.SLOW_CELLS.format(5)  # not run: it says so
+    assert results["after"].message == judge.FAILED_CELLS.format("ran past the time limit (5 s)")  # not run
     assert statuses == ["time limit exceeded in the notebook's cells"]
+
+
+def test_cells_that_end_the_worker_are_not_run_again_for_later_parts(monkeypatch):
+    """A cell that ends the worker's child (here: exits it; a forged frame makes the judge kill the whole
+    worker) would do so again for every later part: those parts score 0 without running, and say why; a part
+    before it is graded."""
+    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "20")
+    plan = [Cell(MASKED_SDPA), Test("before", SDPA_TEST, 2), Cell("import os\nos._exit(3)"),
+            Test("dies", SDPA_TEST, 2), Test("after", SDPA_TEST, 2), Test("later", SDPA_TEST, 2)]
+    starts = []
+    start = judge.Worker._start
+    monkeypatch.setattr(judge.Worker, "_start", lambda self: (starts.append(1), start(self))[1])
+    results, statuses = judge.grade_cells(plan, [ROOT])
+    assert results["before"].score == 2.0 and results["dies"].score == 0
+    how = "could not run (the student's code ended the worker (exit 3))"
+    assert [results[p].message for p in ("after", "later")] == [judge.FAILED_CELLS.format(how)] * 2, results
+    assert len(starts) == 1
+    assert statuses and all("ended" in s or "broke off" in s for s in statuses), statuses
 
 
 def test_a_function_that_hangs_costs_its_part_only(monkeypatch):

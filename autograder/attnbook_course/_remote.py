@@ -127,7 +127,8 @@ class Worker:
         self.end_by = float("inf")  # the submission's deadline (time.monotonic()): no part runs past it
         self.statuses: list[str] = []  # what went wrong, for the status column
         self.called: set[str] = set()  # forbidden references the student's code reached
-        self.slow_cells: list[str] | None = None  # the cells that ran out of time before their part began
+        # The cells that failed before their part began (ran out of time, or ended the worker), and how.
+        self.failed_cells: tuple[list[str], str] | None = None
         self.quiet = False  # leave what the student's code raises or warns out of the feedback
         self.preload: set[str] = set()  # heavy modules a child imported: the host loads them before the next
 
@@ -211,8 +212,11 @@ class Worker:
         try:
             reply = self._receive()
         except TimedOut:
-            self.slow_cells = list(cells)
+            self.failed_cells = (list(cells), f"ran past the time limit ({self.part_timeout:g} s)")
             raise TimedOut("time limit exceeded in the notebook's cells") from None
+        except WorkerGone as gone:
+            self.failed_cells = (list(cells), f"could not run ({gone})")
+            raise
         self.statuses += [f"review: the notebook {flag}" for flag in _names(reply.get("flags"))]
         self.called.update(_names(reply.get("called")))
         ready = reply.get("ready")

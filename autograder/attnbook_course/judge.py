@@ -16,9 +16,10 @@ names of the student's objects, its points. For every graded part it
    check passes, its partial credit, 0 when it raises — capped at the cell's
    points; a crash of the worker or of the check costs that part only.
 
-Cells that run out of time before their part begins would do so again for
-every later part, so those parts score 0 without being run (one time limit
-per hanging notebook, not one per part).
+Cells that run out of time, or end the worker, before their part begins would
+do so again for every later part, so those parts score 0 without being run
+(one time limit per hanging notebook, one worker per notebook that kills it,
+not one per part).
 
 A part below full whose code runs the student's earlier parts that scored
 below full is judged a second time with those replaced by the solution's
@@ -277,23 +278,26 @@ def open_worker(workdir: Path, hidden: list[Path], group: _cgroups.Cgroup | None
                   start_timeout=limits["submission_seconds"])
 
 
-SLOW_CELLS = ("This part could not be graded: the notebook's cells before it ran past the time limit "
-              "({:g} s) for an earlier part, so they were not run again.")
+FAILED_CELLS = ("This part could not be graded: the notebook's cells before it {} for an earlier part, "
+                "so they were not run again.")
 
 
-def stalled_before(worker: Worker, cells: list[str]) -> bool:
-    """Whether ``cells`` begin with the cells that already ran out of time before a part began.
+def failed_before(worker: Worker, cells: list[str]) -> str | None:
+    """The feedback of a part whose ``cells`` begin with the cells that already failed before a part began
+    (ran out of time, or ended the worker); None for any other part.
 
-    Those cells would run out of time again: a notebook that hangs in its third
-    cell costs one time limit, not one per later part.
+    Those cells would fail again: a notebook that hangs, or kills the worker, in its third cell costs one
+    part's time, not one per later part.
 
     >>> worker = Worker(["python"], cwd=".", env={}, part_timeout=120.0)  # not started
-    >>> worker.slow_cells = ["x = 1", "while True: pass"]
-    >>> stalled_before(worker, ["x = 1", "while True: pass", "y = x"]), stalled_before(worker, ["x = 1"])
-    (True, False)
+    >>> worker.failed_cells = (["x = 1", "while True: pass"], "ran past the time limit (120 s)")
+    >>> failed_before(worker, ["x = 1", "while True: pass", "y = x"])[-64:], failed_before(worker, ["x = 1"])
+    ('(120 s) for an earlier part, so they were not run again.', None)
     """
-    slow = worker.slow_cells
-    return slow is not None and cells[:len(slow)] == slow
+    if worker.failed_cells is None:
+        return None
+    failed, how = worker.failed_cells
+    return FAILED_CELLS.format(how) if cells[:len(failed)] == failed else None
 
 
 OUT_OF_TIME = "This part could not be graded: the submission ran past its time budget ({:g} s) before it began."
@@ -313,14 +317,14 @@ def regrade(worker: Worker, plan: list[Step], found: list[earlier.Graded], k: in
     part, first = found[k], results[found[k].grade_id]
     below = {p.number for p in found[:k] if results[p.grade_id].score < results[p.grade_id].max_score}
     rerun, swapped = earlier.rerun_cells(plan, found, k, below) if first.score < first.max_score else ([], [])
-    if not rerun or stalled_before(worker, cells) or time.monotonic() >= worker.end_by:
+    if not rerun or failed_before(worker, cells) or time.monotonic() >= worker.end_by:
         return first
-    statuses, slow = list(worker.statuses), worker.slow_cells
+    statuses, failed = list(worker.statuses), worker.failed_cells
     worker.quiet = True
     try:
         second = judge_part(worker, rerun, parse_test_cell(part.source), first.max_score)
     finally:
-        worker.quiet, worker.slow_cells = False, slow
+        worker.quiet, worker.failed_cells = False, failed
     if second.score <= first.score:
         worker.statuses[:] = statuses
         return first
@@ -333,7 +337,8 @@ def grade_cells(plan: list[Step], hidden: list[Path],
     """Grade a submission given as ``plan`` (:mod:`.plan`: its cells and test cells, in order).
 
     Returns grade_id -> :class:`Result` and the status notes. A part whose cells begin with cells that
-    ran out of time for an earlier part is not run: it scores 0 and says why (:func:`stalled_before`);
+    ran out of time or ended the worker for an earlier part is not run: it scores 0 and says why
+    (:func:`failed_before`);
     so do the parts left when the submission's time budget (``ATTNBOOK_GRADING_SUBMISSION_SECONDS``) is
     spent, and no part runs past it. A part the grader itself fails on scores 0 with a "grading error"
     status (its traceback appended to ``log``), and the others are graded. A part below full that runs the
@@ -356,8 +361,8 @@ def grade_cells(plan: list[Step], hidden: list[Path],
             if time.monotonic() >= worker.end_by:
                 worker.statuses.append(f"time limit exceeded (the whole submission, {budget:g} s)")
                 results[grade_id] = Result(0.0, float(points), OUT_OF_TIME.format(budget))
-            elif stalled_before(worker, cells):
-                results[grade_id] = Result(0.0, float(points), SLOW_CELLS.format(worker.part_timeout))
+            elif failed := failed_before(worker, cells):
+                results[grade_id] = Result(0.0, float(points), failed)
             else:
                 try:
                     results[grade_id] = judge_part(worker, list(cells), parse_test_cell(source), points)
