@@ -61,7 +61,7 @@ class Request:
 
 
 class NotGrading(Exception):
-    """Why a run stops before anyone is judged or anything written (exit status 2)."""
+    """Why a run stops before anyone is judged (exit status 2)."""
 
 
 def grade(request: Request) -> int:
@@ -84,7 +84,7 @@ def grade(request: Request) -> int:
         todo, kept, keys, notes = gradecache.select(nbgrader.state, pairs, chosen)
         _load_checks(sorted({a for _, a in todo}))
     except NotGrading as err:
-        print(f"{err}", file=sys.stderr)
+        print(err, file=sys.stderr)
         return 2
     if swept := sandbox.sweep():  # what killed runs left: sandbox folders, empty cgroups
         print(f"removed what an earlier run left: {', '.join(swept)}")
