@@ -180,7 +180,7 @@ def main() -> None:
         except EOFError:
             return
         for name in part.get("preload", []):
-            if name in _wire.PRELOADS and name not in sys.modules:
+            if name in _wire.PRELOADS:  # the judge sends no other: checked again where it is imported
                 try:
                     importlib.import_module(name)
                 except Exception:  # the child will meet the same error, as the student's code

@@ -201,8 +201,9 @@ def _write(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord],
     return pages, logfile
 
 
-def _summary(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord], kept: dict,
-             results: list[SubmissionRecord], notes: list[str], logfile: Path) -> None:
+def _summary(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord],
+             kept: dict[tuple[str, str], SubmissionRecord], results: list[SubmissionRecord], notes: list[str],
+             logfile: Path) -> None:
     """What the run did, and what needs the instructor's look."""
     from . import sandbox
 

@@ -1,8 +1,8 @@
 """What grading one submission produces: JSON, from the judge process to the gradebook and the feedback.
 
-A judge process returns a :class:`SubmissionRecord` (``autograder/attnbook_course/judging.py``:
+A judge process returns a :class:`SubmissionRecord` (``judging.py``:
 ``grade_one``), one :class:`PartRecord` per graded cell (a
-:class:`.judge.Result` as JSON); ``autograder/attnbook_course/late.py`` adds its
+:class:`.judge.Result` as JSON); ``late.py`` adds its
 :class:`Lateness`; ``results/<student>/<assignment>.json`` keeps it, and the
 gradebook (``recording.py``), the feedback (``feedback_notebook.py``),
 ``grades.csv`` (``classgrade.py``), the cache of earlier grades
