@@ -2,7 +2,8 @@
 
 ``GPTConfig(norm="rmsnorm", mlp="swiglu", positions="rope", n_kv_head=...)`` is
 Llama's decoder: the same weights (random, from a config: nothing downloaded)
-give the same logits in float64. Llama keeps ``q_proj``, ``k_proj`` and
+give the same logits in float64, with the output layer untied from the token
+embedding, as in every released Llama. Llama keeps ``q_proj``, ``k_proj`` and
 ``v_proj`` apart where this GPT stacks them in ``c_attn``, and its RMSNorm
 computes in float32 whatever the input's dtype (a mixed-precision habit), which
 alone leaves differences near 1e-7; the test runs it in the input's dtype, as
@@ -19,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 
 from attnbook.gpt import GPT, GPTConfig, KVCache, generate  # noqa: E402
 
-MODERN = dict(norm="rmsnorm", mlp="swiglu", positions="rope", bias=False)
+MODERN = dict(norm="rmsnorm", mlp="swiglu", positions="rope", bias=False, tie_word_embeddings=False)
 
 
 def _llama_names(i: int) -> dict[str, str]:
@@ -39,7 +40,7 @@ def build_pair(cfg: GPTConfig):
         vocab_size=cfg.vocab_size, hidden_size=cfg.n_embd, intermediate_size=cfg.n_inner,
         num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head,
         num_key_value_heads=cfg.n_kv_head or cfg.n_head, max_position_embeddings=cfg.block_size,
-        rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
+        rms_norm_eps=1e-6, tie_word_embeddings=cfg.tie_word_embeddings, attention_bias=False, mlp_bias=False,
         bos_token_id=None, eos_token_id=None, pad_token_id=None,
     ), ).double().eval()
     theirs.config._attn_implementation = "sdpa"  # eager attention takes its softmax in float32
@@ -50,6 +51,8 @@ def build_pair(cfg: GPTConfig):
     ours = GPT(cfg).double().eval()
     src = theirs.state_dict()
     names = {"wte.weight": "model.embed_tokens.weight", "ln_f.weight": "model.norm.weight"}
+    if not cfg.tie_word_embeddings:
+        names["lm_head.weight"] = "lm_head.weight"
     for i in range(cfg.n_layer):
         names |= _llama_names(i)
     with torch.no_grad():
@@ -80,7 +83,16 @@ def test_the_modern_block_matches_llama(n_kv_head: int, monkeypatch) -> None:
         mine, _ = ours(ids)
         want = theirs(ids).logits
     assert torch.allclose(mine, want, atol=1e-10, rtol=0), (mine - want).abs().max()
-    assert ours.num_params() == sum(p.numel() for p in theirs.parameters())  # tied: counted once by both
+    assert ours.lm_head.weight is not ours.wte.weight and not torch.equal(ours.lm_head.weight, ours.wte.weight)
+    assert ours.num_params() == sum(p.numel() for p in theirs.parameters())  # the untied head counted by both
+
+
+def test_the_llama_preset_unties_the_output_layer() -> None:
+    """No released Llama ties its output layer to the token embedding; the preset follows them."""
+    llama = GPT(GPTConfig.preset("llama-nano", vocab_size=11))
+    gpt = GPT(GPTConfig.preset("gpt-nano", vocab_size=11))
+    assert llama.lm_head.weight is not llama.wte.weight and gpt.lm_head.weight is gpt.wte.weight
+    assert llama.num_params() - GPT(llama.config.replace(tie_word_embeddings=True)).num_params() == 11 * 48
 
 
 def test_grouped_query_attention_shrinks_the_keys_and_values() -> None:

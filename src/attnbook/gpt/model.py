@@ -1,8 +1,9 @@
 """``GPTConfig`` and its presets, and the ``GPT`` model (token + learned positions, blocks, tied head).
 
 GPT-2's choices are the defaults; ``norm="rmsnorm"``, ``mlp="swiglu"``,
-``positions="rope"`` and ``n_kv_head`` give a Llama-style decoder (the
-``llama-nano`` preset has all four), whose weights load into Hugging Face's
+``positions="rope"``, ``bias=False`` and ``tie_word_embeddings=False`` give
+LLaMA's decoder, and ``n_kv_head`` Llama 2 70B's grouped-query attention (the
+``llama-nano`` preset has them all), whose weights load into Hugging Face's
 ``LlamaForCausalLM`` unchanged (``tests/test_llama_parity.py``).
 
 Shape legend: ``B`` batch, ``T`` sequence length, ``C = n_embd``, ``nh``
@@ -46,9 +47,10 @@ GPT_PRESETS: dict[str, dict[str, object]] = {
     "gpu": dict(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2),
     # GPT-2 small (124 M parameters), the sizes of Hugging Face's "gpt2"
     "gpt2": dict(vocab_size=50257, n_layer=12, n_head=12, n_embd=768, block_size=1024),
-    # gpt-nano's size with Llama's block: RMSNorm, SwiGLU, rotary positions, 2 key/value heads for 4
+    # gpt-nano's size with Llama's block: RMSNorm, SwiGLU, rotary positions, no biases, an output layer
+    # of its own (no released Llama ties it), and 2 key/value heads for 4 (Llama 2 70B's grouped queries)
     "llama-nano": dict(n_layer=3, n_head=4, n_kv_head=2, n_embd=48, block_size=64, bias=False,
-                       norm="rmsnorm", mlp="swiglu", positions="rope"),
+                       norm="rmsnorm", mlp="swiglu", positions="rope", tie_word_embeddings=False),
 }
 
 
@@ -78,6 +80,7 @@ class GPTConfig(PresetConfig):
     mlp: str = "gelu"  # or "swiglu" (Llama; n_inner None then means 8 C / 3, rounded up to 8)
     positions: str = "learned"  # or "rope": rotary positions, no table (Llama)
     rope_theta: float = 10000.0  # RoPE's base: pair i turns by position * rope_theta**(-2i / hs)
+    tie_word_embeddings: bool = True  # lm_head reuses wte's (V, C) matrix (GPT-2); False: its own (Llama)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
@@ -100,6 +103,8 @@ class GPTConfig(PresetConfig):
             raise ValueError(f"rotary positions turn pairs of coordinates: the head size {self.head_size} must be even")
         if not self.rope_theta > 1:
             raise ValueError(f"rope_theta must be a number above 1, got {self.rope_theta!r}")
+        if not isinstance(self.tie_word_embeddings, bool):
+            raise TypeError(f"tie_word_embeddings must be a bool, got {type(self.tie_word_embeddings).__name__}")
 
     @property
     def n_positions(self) -> int:
@@ -121,8 +126,8 @@ def forward_flops(config: GPTConfig, T: int | None = None) -> int:
     shrinks the keys and values, not the queries), ``c_proj``, the MLP's
     matrices (two of ``C x n_inner`` for GELU, three for SwiGLU), and
     attention's ``Q K^T`` and weights-times-``V``, ``2 T^2 hs`` each for every
-    *query* head, computed in full whatever the causal mask. Then the tied
-    output layer, ``2 T C V``: tying saves parameters, not work. Look-ups,
+    *query* head, computed in full whatever the causal mask. Then the output
+    layer, ``2 T C V``, tied or not: tying saves parameters, not work. Look-ups,
     biases, norms, activations and the softmax are no products. ``T``
     defaults to ``block_size``. The forward third of
     :meth:`GPT.estimate_flops_per_token`, for the whole window.
@@ -174,6 +179,9 @@ class GPT(nn.Module):
     True
     >>> model.lm_head.weight is model.wte.weight      # weight tying
     True
+    >>> llama = GPT(GPTConfig.preset("llama-nano", vocab_size=10))
+    >>> llama.lm_head.weight is llama.wte.weight      # Llama's output layer is its own
+    False
     """
 
     def __init__(self, config: GPTConfig) -> None:
@@ -192,7 +200,8 @@ class GPT(nn.Module):
         )
         self.ln_f = make_norm(cfg.norm, cfg.n_embd, bias=cfg.bias)  # pre-norm leaves the stream unnormalised
         self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight  # tying: one (V, C) matrix reads tokens in and scores them out
+        if cfg.tie_word_embeddings:  # one (V, C) matrix reads tokens in and scores them out
+            self.lm_head.weight = self.wte.weight
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -209,11 +218,11 @@ class GPT(nn.Module):
     # -- sizes -----------------------------------------------------------------
 
     def num_params(self, non_embedding: bool = False) -> int:
-        """Number of parameters (the tied matrix counted once).
+        """Number of parameters (a tied matrix counted once).
 
         ``non_embedding=True`` leaves out the position table, as nanoGPT
         reports; the token embedding stays in because, tied, it is also the
-        output layer.
+        output layer (untied, ``lm_head`` is counted as well).
 
         >>> GPT(GPTConfig.preset("gpt-nano", vocab_size=10)).num_params()
         88464
@@ -224,11 +233,12 @@ class GPT(nn.Module):
     def estimate_flops_per_token(self, seq_len: int | None = None) -> int:
         """Floating-point operations to train on one token (forward + backward), for MFU.
 
-        ``6 N + 12 L T C`` (Kaplan et al. 2020, appendix of PaLM 2022): a weight
+        ``6 N + 12 L T C`` (Chowdhery et al. 2022, PaLM's appendix B; Kaplan et
+        al. 2020 count half the attention term): a weight
         matrix of ``N`` entries costs ``2 N`` FLOPs per token forward and twice
         that backward; attention's ``Q K^T`` and ``A V`` cost ``2 * 2 T C`` per
         layer forward, hence ``12 L T C`` in all. Here ``N`` counts the weights
-        of matrix multiplies only (all Linear layers, the tied head included;
+        of matrix multiplies only (all Linear layers, the head included;
         embedding lookups, biases and norms are not multiplies); ``T`` is
         ``seq_len`` (default ``block_size``). The causal mask's zeros are counted
         as work, as in the PaLM convention.
