@@ -106,69 +106,71 @@ HIDDEN = {
     ),
     "check_attention_reason": (
         Case("gradient", reasoning.key(
-            "gradient", "b",
-            a="no backward for the draw would help: the index j is a step function of the scores (a small change "
-              "of the scores almost never changes the draw), so its derivative is zero wherever it exists",
-            b="the draw is a step function of the scores, flat almost everywhere, so backpropagation through it "
+            "gradient", "c",
+            a="no backward for the draw would help: the index j is a step function of the scores (a small "
+              "change of the scores almost never changes the draw), so its derivative is zero wherever it "
+              "exists",
+            b="the softmax is differentiable everywhere, -inf scores included (their weight and its derivative "
+              "are 0); the obstacle is the draw, a step function of the scores",
+            c="the draw is a step function of the scores, flat almost everywhere, so backpropagation through it "
               "gives nothing; the score function differentiates the probabilities alpha_j instead, which are "
-              "smooth in the scores",
-            c="the softmax is differentiable everywhere, -inf scores included (their weight and its derivative "
-              "are 0); the obstacle is the draw, a step function of the scores")),
+              "smooth in the scores")),
         Case("init", reasoning.key(
-            "init", "b",
-            a="the mask still sets the padded scores to -inf after v^T tanh(...) gives 0, so the padding gets "
+            "init", "d",
+            a="the softmax of equal scores is uniform, not zero: exp(0) = 1 at each real position, divided by L",
+            b="W s_{t-1} only reaches the score through v^T tanh(...), and v = 0 multiplies it away: every real "
+              "score is 0 whatever the state",
+            c="the mask still sets the padded scores to -inf after v^T tanh(...) gives 0, so the padding gets "
               "weight exp(-inf) = 0, and the L real positions share the weight",
-            b="every real score is v^T tanh(...) = 0 and the padding's is -inf, so the softmax spreads the "
+            d="every real score is v^T tanh(...) = 0 and the padding's is -inf, so the softmax spreads the "
               "weight evenly over the L real positions: attention starts as a plain average of the real "
-              "annotations",
-            c="the softmax of equal scores is uniform, not zero: exp(0) = 1 at each real position, divided "
-              "by L",
-            d="W s_{t-1} only reaches the score through v^T tanh(...), and v = 0 multiplies it away: every "
-              "real score is 0 whatever the state")),
+              "annotations")),
         Case("init_gradient", reasoning.key(
-            "init_gradient", "b",
-            a="W, U and b reach the scores only through v^T tanh(...): the chain rule multiplies their "
-              "gradient by v = 0",
-            b="d e_j / d v = tanh(W s + U h_j + b) is not zero, but W, U and b reach the score only through "
-              "v^T tanh(...): their gradient is multiplied by v = 0, so v must move first",
+            "init_gradient", "a",
+            a="d e_j / d v = tanh(W s + U h_j + b) is not zero, but W, U and b reach the score only through v^T "
+              "tanh(...): their gradient is multiplied by v = 0, so v must move first",
+            b="W, U and b reach the scores only through v^T tanh(...): the chain rule multiplies their gradient "
+              "by v = 0",
             c="the loss depends on the weights, which depend on v: d e_j / d v = tanh(W s + U h_j + b) differs "
               "from position to position, so v gets a gradient (W, U and b do not: it is multiplied by v = 0)")),
         Case("padding", reasoning.key(
-            "padding", "b",
-            a="exp(0) = 1, not 0: a score of 0 gets the same weight as a real score of 0, and more than a "
-              "real score below 0",
-            b="exp(0) = 1 gives each padded position a weight above 0, so the padding's annotations leak into "
-              "the context and a sentence's context depends on how much it was padded",
-            c="soft attention changes too: the padded positions get weight exp(0) / sum_k exp(e_k) > 0 in the "
-              "softmax, so their annotations enter the context")),
+            "padding", "c",
+            a="exp(0) = 1, not 0: a score of 0 gets the same weight as a real score of 0, and more than a real "
+              "score below 0",
+            b="soft attention changes too: the padded positions get weight exp(0) / sum_k exp(e_k) > 0 in the "
+              "softmax, so their annotations enter the context",
+            c="exp(0) = 1 gives each padded position a weight above 0, so the padding's annotations leak into "
+              "the context and a sentence's context depends on how much it was padded")),
     ),
     # The notebook's ablation figure (attnbook.hard_attention.baseline_ablation, seed 0); every seed shows what
     # the keys say (tests/test_grading_rnn.py): a spread 11 to 21 times smaller with the baseline, both averages
     # within 4 standard errors of the gradient, and without the baseline at n = 64 more spread than with it at n = 4.
     "check_baseline_ablation": (
         Case("spread", reasoning.key(
-            "spread", "b",
-            a="the figure shows the opposite: the line without the baseline lies above the other at every n; "
-              "f-bar varies much less than f itself, whose constant part multiplies onehot(j) - alpha",
-            b="the line with the baseline lies far below at every n: without it the large constant part of f "
+            "spread", "a",
+            a="the line with the baseline lies far below at every n: without it the large constant part of f "
               "multiplies onehot(j) - alpha in every draw, noise that the baseline subtracts",
+            b="the figure shows the opposite: the line without the baseline lies above the other at every n; "
+              "f-bar varies much less than f itself, whose constant part multiplies onehot(j) - alpha",
             c="the two lines do not cross: the one without the baseline stays above at every n, both falling "
               "like 1/sqrt(n)")),
         Case("centred", reasoning.key(
-            "centred", "b",
-            a="both are unbiased: E[onehot(j) - alpha] = 0, so the term f-bar (onehot(j) - alpha) that the "
-              "baseline removes is zero on average; the averages agree because both estimate the same gradient",
-            b="E[onehot(j) - alpha] = 0, so subtracting a baseline that does not depend on the draw changes "
-              "every single estimate but not their mean: the baseline lowers the spread, not a bias",
-            c="there is no bias to remove: both averages sit on the exact gradient; the baseline only lowers "
-              "the spread")),
+            "centred", "c",
+            a="both are unbiased: without a baseline the estimate is the score-function identity itself, whose "
+              "mean is the gradient; the averages agree because both estimate the same gradient",
+            b="f-bar holds f_i, so it depends on draw i: (1/n) sum_i f-bar (onehot(j_i) - alpha) has mean g/n, "
+              "not 0. Part 6's estimate stays unbiased because it works out as a leave-one-out baseline (the "
+              "n/(n - 1) does that), which is independent of the draw it is subtracted from",
+            c="draw i's baseline, the mean loss of the other n - 1 draws, is independent of draw i, and "
+              "E[onehot(j_i) - alpha] = 0: each estimate moves, their mean does not (the n/(n - 1) turns f-bar, "
+              "which holds f_i, into this baseline); the baseline lowers the spread, not a bias")),
         Case("draws", reasoning.key(
-            "draws", "c",
-            a="twice as many draws divide the spread by sqrt(2) only; the line without the baseline at n = 8 "
-              "lies far above the other at n = 4",
-            b="four times as many draws halve the spread; the line without the baseline at n = 16 still lies "
-              "far above the other at n = 4",
-            c="the line without the baseline at n = 64 still lies above the other at n = 4: as the spread falls "
-              "like 1/sqrt(n), matching a spread ten times larger takes about a hundred times the draws")),
+            "draws", "b",
+            a="the spread falls like 1/sqrt(n), not 1/n: twice as many draws divide it by sqrt(2) only; the "
+              "line without the baseline at n = 8 lies far above the other at n = 4",
+            b="the line without the baseline at n = 64 still lies above the other at n = 4: as the spread falls "
+              "like 1/sqrt(n), matching a spread ten times larger takes about a hundred times the draws",
+            c="four times as many draws halve the spread; the line without the baseline at n = 16 still lies "
+              "far above the other at n = 4")),
     ),
 }
