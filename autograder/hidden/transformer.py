@@ -163,26 +163,26 @@ HIDDEN = {
               "reordering the keys reorders the terms of the sum, which changes nothing, so the other outputs "
               "stay the same and the two swapped ones swap")),
         Case("causal", reasoning.key(
-            "causal", "a",
-            a="right: the decoder reads the true target shifted by one, so input t + 1 is the very token that "
-              "position t must predict; without the causal mask position t attends to it and copies it, the "
-              "training loss falls toward zero, and at generation time, where the future is not there yet, the "
-              "model has learnt nothing it can use",
+            "causal", "d",
+            a="no: no row is empty without the mask, since every position may then attend to every other; the "
+              "loss stays finite, and it falls too easily",
             b="no: teacher forcing gives the decoder the true previous tokens, and the true next tokens too, in "
               "the same input row; only the causal mask keeps position t from reading the token it must predict",
             c="no: the mask does not change how much is computed (all T × T scores are computed, then masked); "
               "what it changes is what each position may read",
-            d="no: no row is empty without the mask, since every position may then attend to every other; the "
-              "loss stays finite, and it falls too easily")),
+            d="right: the decoder reads the true target shifted by one, so input t + 1 is the very token that "
+              "position t must predict; without the causal mask position t attends to it and copies it, the "
+              "training loss falls toward zero, and at generation time, where the future is not there yet, the "
+              "model has learnt nothing it can use")),
         Case("padding", reasoning.key(
-            "padding", "c",
-            a="no: a padding position's embedding is not a zero vector (it is the learned row of the padding "
-              "id, plus its position), and its output is not zero either; it is simply never used",
-            b="no: a padding query's weights are not uniform in general, and nothing cancels; its output is "
-              "computed and then ignored",
-            c="right: a query's output belongs to its own position only; the loss skips the padding targets and "
+            "padding", "a",
+            a="right: a query's output belongs to its own position only; the loss skips the padding targets and "
               "no real token reads a padding position, since the mask hides padding as a key. Keys need the "
-              "mask, because a real token's output is a weighted sum over all the keys")),
+              "mask, because a real token's output is a weighted sum over all the keys",
+            b="no: a padding position's embedding is not a zero vector (it is the learned row of the padding "
+              "id, plus its position), and its output is not zero either; it is simply never used",
+            c="no: a padding query's weights are not uniform in general, and nothing cancels; its output is "
+              "computed and then ignored")),
     ),
     "check_scaling_ablation": (
         Case("weights", reasoning.key(
@@ -195,15 +195,15 @@ HIDDEN = {
             c="no: the weights would tend to uniform (1/16) only if the scores came closer together; without the "
               "scale they spread further apart as d_k grows")),
         Case("gradient", reasoning.key(
-            "gradient", "a",
-            a="right: the softmax's Jacobian diag(p) - p pᵀ vanishes as p tends to one-hot: a saturated softmax "
-              "barely changes when its scores move, so almost no gradient reaches q and k and the attention "
-              "stops learning (the median factor falls from about 0.3 to about 0.1 at d_k = 64, to near 0 "
-              "past d_k = 512)",
-            b="no: the gradient does not grow; larger scores saturate the softmax, and a saturated softmax "
+            "gradient", "c",
+            a="no: the gradient does not grow; larger scores saturate the softmax, and a saturated softmax "
               "passes on a smaller gradient, not a larger one",
-            c="no: the two curves of the right panel part from d_k = 32 or so: without the scale the factor "
-              "falls toward zero, with it it stays near 0.3")),
+            b="no: the two curves of the right panel part from d_k = 32 or so: without the scale the factor "
+              "falls toward zero, with it it stays near 0.3",
+            c="right: the softmax's Jacobian diag(p) - p pᵀ vanishes as p tends to one-hot: a saturated softmax "
+              "barely changes when its scores move, so almost no gradient reaches q and k and the attention "
+              "stops learning (the median factor falls from about 0.3 to about 0.1 at d_k = 64, to near 0 past "
+              "d_k = 512)")),
         Case("flat", reasoning.key(
             "flat", "c",
             a="no: the softmax makes each row sum to one with or without the scale, and the unscaled curves do "
