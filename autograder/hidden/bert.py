@@ -106,33 +106,33 @@ HIDDEN = {
     # The keys of Part 9 (reasoning.choices): one case per question, a sentence for every option.
     "check_masking_reasons": (
         Case("always [MASK]", reasoning.key(
-            "mask_only", "b",
+            "mask_only", "d",
             a="No: the labels keep the original token at every chosen position whatever the input shows, so the "
               "loss is computed just the same.",
-            b="Right: the model only ever has to predict at [MASK], so it has no reason to make a good output for a "
-              "word it can see, and fine-tuning shows it only words it can see, never [MASK]. The chapter measured "
-              "it: the 100 % [MASK] model does no better on a visible word than on a hidden one.",
-            c="No: with every chosen token masked the answer is never in the input; copying the input is the risk "
-              "of leaving the chosen tokens unchanged, not of masking them all.",
-            d="No: the random and unchanged tokens cost nothing; they exist because fine-tuning never shows "
-              "[MASK], and the chapter measured what leaving them out costs on visible words.")),
+            b="No: with every chosen token masked the answer is never in the input; copying the input is the "
+              "risk of leaving the chosen tokens unchanged, not of masking them all.",
+            c="No: the random and unchanged tokens cost nothing; they exist because fine-tuning never shows "
+              "[MASK], and the chapter measured what leaving them out costs on visible words.",
+            d="Right: the model only ever has to predict at [MASK], so it has no reason to make a good output "
+              "for a word it can see, and fine-tuning shows it only words it can see, never [MASK]. The chapter "
+              "measured it: the 100 % [MASK] model does no better on a visible word than on a hidden one.")),
         Case("the 10 % random tokens", reasoning.key(
-            "random_tokens", "c",
-            a="No: that is ELECTRA's task (replaced-token detection); BERT's loss asks for the original token at "
-              "the chosen positions, never which ones were replaced.",
-            b="No: every word of the vocabulary occurs in the text anyway; a random token is a wrong word in a "
-              "wrong place, useful only because the model cannot tell it from a right one.",
-            c="Right: any visible word may be a random one (1.5 % of all tokens), so the model cannot copy what it "
-              "sees; it must judge every token against its context, and that is the vector fine-tuning uses.")),
+            "random_tokens", "a",
+            a="Right: any visible word may be a random one (1.5 % of all tokens), so the model cannot copy what "
+              "it sees; it must judge every token against its context, and that is the vector fine-tuning uses.",
+            b="No: that is ELECTRA's task (replaced-token detection); BERT's loss asks for the original token "
+              "at the chosen positions, never which ones were replaced.",
+            c="No: every word of the vocabulary occurs in the text anyway; a random token is a wrong word in a "
+              "wrong place, useful only because the model cannot tell it from a right one.")),
         Case("next-sentence pairs half and half", reasoning.key(
-            "nsp_balance", "b",
-            a="No: a linear layer on [CLS] can give any mix of labels; the split concerns the training pairs, not "
-              "the head.",
-            b="Right: with 90 % consecutive pairs, always answering 'is next' already scores 90 % without reading "
-              "the pair; at 50/50 no answer that ignores the sentences beats chance, so the loss rewards only "
-              "reading them.",
-            c="No: the MLM loss needs no pairs; it is taken at the chosen positions of each input, whatever "
-              "sentence B is.")),
+            "nsp_balance", "c",
+            a="No: a linear layer on [CLS] can give any mix of labels; the split concerns the training pairs, "
+              "not the head.",
+            b="No: the MLM loss needs no pairs; it is taken at the chosen positions of each input, whatever "
+              "sentence B is.",
+            c="Right: with 90 % consecutive pairs, always answering 'is next' already scores 90 % without "
+              "reading the pair; at 50/50 no answer that ignores the sentences beats chance, so the loss "
+              "rewards only reading them.")),
     ),
     # The keys of Part 10: what the ablation's figure shows. Every seed shows it (tests/test_grading_bert.py):
     # without positions the changes are float32 rounding (below 1e-5), with them above 0.05.
