@@ -58,49 +58,45 @@ HIDDEN = {
             b="z / tau goes to 0 for every token, and the softmax of equal logits is uniform: each token gets "
               "1/V, whatever the model learned",
             c="the softmax ignores a constant added to every logit, not a division: dividing by tau scales the "
-              "gaps between the logits, and the gaps are what the softmax reads",
-        )),
+              "gaps between the logits, and the gaps are what the softmax reads")),
         Case("no_mask", reasoning.key(
-            "no_mask", "a",
-            a="without the mask position t reads x_{t+1}, the very token it is scored on, and learns to copy "
-              "it: the loss falls towards zero, but at generation time the next token is not there to read",
-            b="the shift decides what each position predicts, the mask what it may read: without the mask "
-              "position t sees its own target x_{t+1} and copies it",
-            c="the mask costs nothing and saves nothing: one pass still computes every position; what it keeps "
-              "is the fairness of each prediction, which without it reads the token it predicts",
-        )),
+            "no_mask", "b",
+            a="the earlier positions' outputs do change, but only the last position's is read, and in one block "
+              "it depends only on the keys and values up to it, the same with or without the mask (with more "
+              "blocks the earlier outputs would feed the last one, and it would change)",
+            b="the mask hides from a query only the keys after it, and the last position has none after it: in "
+              "one block its output, and so the distribution of the next token, is exactly what it was",
+            c="the last row of the scores never had a -inf entry (no key comes after the last query), so its "
+              "softmax is the one the model was trained with")),
     ),
     # Part 9: what the ablation's figure shows (large for every seed: tests/test_grading_gpt.py)
     "check_vocab_reading": (
         Case("english", reasoning.key(
-            "english", "b",
+            "english", "c",
             a="the English curve leaves 1 at the first merges: the numbers share their words (hundred, "
               "thousand, twenty), so merges learned on some numbers shorten the others",
-            b="every merge makes a frequent pair of tokens one token: with 64 merges the held-out English takes "
-              "more than four bytes per token, a sequence four times shorter",
-            c="a larger vocabulary gives more ids to choose from, but each merge replaces two tokens by one: "
+            b="a larger vocabulary gives more ids to choose from, but each merge replaces two tokens by one: "
               "texts get fewer tokens, never more",
-        )),
+            c="every merge makes a frequent pair of tokens one token: with 64 merges the held-out English takes "
+              "more than four bytes per token, a sequence four times shorter")),
         Case("context", reasoning.key(
-            "context", "b",
+            "context", "d",
             a="T counts tokens, not bytes: at more than four bytes per token, 64 tokens hold more than four "
               "times the text",
-            b="64 tokens at more than four bytes each hold four to five times the text; the price is a row of "
-              "C parameters per new token in the tied embedding and output layer, and a wider softmax",
-            c="the window does hold more text, but every new token needs its own row of C numbers in the "
-              "token embedding (tied with the output layer): 64 more tokens, 64 C more parameters",
-            d="a longer token covers more bytes, so a window of 64 tokens holds more text, not less",
-        )),
+            b="the window does hold more text, but every new token needs its own row of C numbers in the token "
+              "embedding (tied with the output layer): 64 more tokens, 64 C more parameters",
+            c="a longer token covers more bytes, so a window of 64 tokens holds more text, not less",
+            d="64 tokens at more than four bytes each hold four to five times the text; the price is a row of C "
+              "parameters per new token in the tied embedding and output layer, and a wider softmax")),
         Case("german", reasoning.key(
-            "german", "b",
-            a="longer words leave more room for merges, not less: the German words lack the merges, not the "
-              "length",
-            b="BPE merges the frequent pairs of its training text; a tokenizer trained on English compresses "
+            "german", "a",
+            a="BPE merges the frequent pairs of its training text; a tokenizer trained on English compresses "
               "German poorly (zwanzig shares little with twenty), which is why a model's tokenizer is trained "
               "on text like the text it will read",
+            b="longer words leave more room for merges, not less: the German words lack the merges, not the "
+              "length",
             c="BPE works on bytes, whatever the characters: the two bytes of an ü merge like any pair (Part 2 "
-              "merged the bytes of é); the German curve is flat because the English merges rarely occur in it",
-        )),
+              "merged the bytes of é); the German curve is flat because the English merges rarely occur in it")),
     ),
     "check_encode_decode": (
         Case("encode: merges applied by rank", lambda: ("encode", "aaab", {(97, 98): 256, (97, 97): 257})),

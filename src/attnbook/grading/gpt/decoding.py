@@ -2,7 +2,7 @@
 
 Three questions on what Parts 4 and 5 built: which setting of ``sample_next``
 is greedy decoding, what a very high temperature does to the distribution,
-and what happens to training if the causal mask is removed. The visible check
+and what removing the causal mask at generation only does to a one-block GPT. The visible check
 tells only the form of the answers (:mod:`attnbook.grading.reasoning`); the
 keys, with a sentence for every option, are the instructor's hidden cases.
 
