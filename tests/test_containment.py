@@ -25,8 +25,9 @@ import pytest
 import reaper
 import torch
 
-from attnbook_course import _cgroups, _wire, judge, judging, pool, sandbox, submission
+from attnbook_course import _cgroups, _wire, judge, judging, notes, pool, sandbox, submission
 from attnbook_course.fixtures import catalogue
+from attnbook_course.notes import Note
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = [sys.executable, "-m", "attnbook_course"]  # attnbook-course
@@ -74,7 +75,7 @@ def test_a_submission_the_grader_fails_on_gets_a_grading_error_row(monkeypatch, 
 
     monkeypatch.setattr(submission, "plan", broken_plan)
     result = judging.grade_one(("alice", "02-transformer", str(tmp_path)))
-    assert result["status"].startswith("grading error: planning (KeyError")
+    assert notes.status(notes.read(result["notes"])).startswith("grading error: planning (KeyError")
     assert "a planner bug" in result["log"] and "broken_plan" in result["log"]  # the traceback
     assert set(result["parts"]) == set(catalogue.points("02-transformer"))
     assert all(part["score"] == 0 for part in result["parts"].values())
@@ -90,11 +91,11 @@ def test_malformed_and_oversized_notebooks_are_not_graded_with_a_reason(tmp_path
     path = tmp_path / "exercises.ipynb"
     path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
                                 "cells": [{"cell_type": "code", "id": "a", "source": 42, "metadata": {}}]}))
-    assert submission.read_submission(path) == (None, "not graded: the notebook's cells are malformed")
+    assert submission.read_submission(path) == (None, Note("not_graded", "the notebook's cells are malformed"))
     with open(path, "wb") as fh:
         fh.truncate(submission.MAX_NOTEBOOK + 1)
     nb, status = submission.read_submission(path)
-    assert nb is None and "not graded: notebook of 64 MiB (at most 64)" == status
+    assert nb is None and "not graded: notebook of 64 MiB (at most 64)" == status.status()
 
 
 # ---------------------------------------------------------------- the wire

@@ -18,8 +18,9 @@ from urllib.parse import unquote
 import nbformat
 import pytest
 
-from attnbook_course import classgrade, course, csvcells, export, report, submission
+from attnbook_course import classgrade, course, csvcells, export, notes, report, submission
 from attnbook_course.fixtures import similar_answers
+from attnbook_course.notes import Note
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,8 +48,8 @@ def test_neutral_cells_round_trip():
 
 def test_grades_csv(tmp_path):
     cells = list(submission.test_cells(submission.source(A)))
-    statuses = ["ok", "review: graded '=cmd|' /C calc'!A0.ipynb' as exercises.ipynb (misnamed)", "-x", "@y"]
-    results = [{"student": s, "assignment": A, "status": statuses[i % len(statuses)],
+    said = [[], [Note("misnamed", "=cmd|' /C calc'!A0.ipynb")], [Note("limit", "-x")], [Note("limit", "@y")]]
+    results = [{"student": s, "assignment": A, "notes": [n.record() for n in said[i % len(said)]],
                 "parts": {c: {"score": 1.0, "max_score": 2.0} for c in cells},
                 "late": {"submitted": "2026-03-02T18:00:00+00:00", "hours_late": 1.0, "penalty": 0.5}}
                for i, s in enumerate(IDS)]
@@ -56,7 +57,8 @@ def test_grades_csv(tmp_path):
     classgrade.write_csv(results, out)
     assert formula_cells(out) == 0
     rows = csvcells.read(out)
-    assert [(r["student"], r["status"]) for r in rows] == [(r["student"], r["status"]) for r in results]
+    assert [(r["student"], r["status"]) for r in rows] == [(r["student"], notes.status(said[i % len(said)]))
+                                                          for i, r in enumerate(results)]
     assert [r["student"] for r in report.load(tmp_path)[0]] == IDS  # the report reads grades.csv back exactly
     assert {r["score"] for r in rows} == {str(float(len(cells)))}  # numbers bare, as before
 
@@ -108,7 +110,8 @@ def state(tmp_path):
     """A graded state folder: grades.csv (by classgrade.write_csv), a result, a feedback page per student,
     and two submitted notebooks with the same answer, by ``[ab]`` and ``a*``."""
     cells = list(submission.test_cells(submission.source(A)))
-    results = [{"student": s, "assignment": A, "status": "ok" if i % 2 else "review: <script>x</script>",
+    script = [Note("review", "<script>x</script>").record()]
+    results = [{"student": s, "assignment": A, "notes": [] if i % 2 else script,
                 "parts": {c: {"score": float(i % 3), "max_score": 2.0, "message": f"- {s} broke it"}
                           for c in cells}} for i, s in enumerate(HOSTILE_REPORT)]
     classgrade.write_csv(results, tmp_path / "grades.csv")

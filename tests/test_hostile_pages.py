@@ -31,7 +31,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from attnbook_course import feedback_filters, feedback_notebook, feedback_pages, intake
+from attnbook_course import feedback_filters, feedback_notebook, feedback_pages, notes
+from attnbook_course.notes import Note
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,7 +107,7 @@ def markers(dom: str) -> list[str]:
 @pytest.mark.parametrize("name", [n for n, (kind, _) in PAYLOADS.items() if kind in ("markdown", "raw", "notice")])
 def test_markdown_payloads_come_out_inert(name):
     kind, payload = PAYLOADS[name]
-    source = intake.notice(f"review: graded '{payload}' as exercises.ipynb (misnamed)", None) \
+    source = notes.notice([Note("misnamed", payload)], None) \
         if kind == "notice" else payload
     cell = (new_raw_cell if kind == "raw" else new_markdown_cell)(source)
     feedback_filters.safe_cell(cell)
@@ -238,8 +239,7 @@ def submissions(released) -> dict[str, tuple]:
             raw_cells.append(cell)
             made[name] = grader(student_notebook(released, [cell]))
         elif kind == "notice":
-            made[name] = grader(student_notebook(released), notice=intake.notice(
-                f"review: graded '{payload}' as exercises.ipynb (misnamed)", None))
+            made[name] = grader(student_notebook(released), notice=notes.notice([Note("misnamed", payload)], None))
         elif kind == "judge":
             made[name] = grader(student_notebook(released), message=payload)
         else:  # an autograded notebook that feedback_notebook did not write: the preprocessor alone

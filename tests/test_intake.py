@@ -13,6 +13,7 @@ import exercise_harness as harness
 import pytest
 
 from attnbook_course import export, intake, late
+from attnbook_course.notes import Note
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = [sys.executable, "-m", "attnbook_course"]  # attnbook-course
@@ -153,18 +154,19 @@ def test_misnamed_notebooks_are_found_with_a_note(tmp_path):
     folder.mkdir()
     for name in ("exercises (1).ipynb", "exercises (2).ipynb", "timestamp.txt"):
         (folder / name).write_bytes(NB)
-    path, note = intake.locate(folder)
+    path, note, _ = intake.locate(folder)
     assert path.name == "exercises (2).ipynb"  # the latest copy
-    assert note == "review: graded 'exercises (2).ipynb' as exercises.ipynb (misnamed)"
+    assert note == Note("misnamed", "exercises (2).ipynb")
     (folder / "exercises.ipynb").write_bytes(NB)  # graded first, never silently: the others are named
-    assert intake.locate(folder) == (folder / "exercises.ipynb", "review: graded exercises.ipynb of 3 notebooks")
+    others = Note("review", "graded exercises.ipynb of 3 notebooks")
+    assert intake.locate(folder) == (folder / "exercises.ipynb", others, "")
     for name in ("exercises (1).ipynb", "exercises (2).ipynb"):
         (folder / name).unlink()
-    assert intake.locate(folder) == (folder / "exercises.ipynb", None)
+    assert intake.locate(folder) == (folder / "exercises.ipynb", None, "")
     empty = tmp_path / "e"
     empty.mkdir()
     (empty / "answers.pdf").write_bytes(b"%PDF")
-    assert intake.locate(empty) == (empty / "exercises.ipynb", "the folder holds answers.pdf")
+    assert intake.locate(empty) == (empty / "exercises.ipynb", None, "the folder holds answers.pdf")
 
 
 @pytest.mark.parametrize("policy, hours, expected", [
@@ -248,8 +250,9 @@ def test_canvas_csv_from_the_gradebook(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_broken_misnamed_and_late_notebooks_get_feedback_and_penalties(tmp_path):
-    """One cheap grading run (one notebook is judged): a missing and a corrupt notebook, and a late, misnamed
-    blank notebook whose test cell was renamed (nbgrader's feedback step used to stop at it); then the export."""
+    """One cheap grading run (one notebook is judged): a missing and a corrupt notebook, and a late blank
+    notebook named ``my; work.ipynb`` whose test cell was renamed (nbgrader's feedback step used to stop at
+    it; the name's "; " once cut its sentence from the feedback); then the export."""
     import nbformat
 
     state = tmp_path / "state"
@@ -257,7 +260,7 @@ def test_broken_misnamed_and_late_notebooks_get_feedback_and_penalties(tmp_path)
     test_cell = next(c for c in renamed.cells if c.metadata.get("nbgrader", {}).get("grade"))
     original, test_cell.metadata["nbgrader"]["grade_id"] = test_cell.metadata["nbgrader"]["grade_id"], "my_own_name"
     files = {"missing": ("answers.pdf", "%PDF"), "corrupt": ("exercises.ipynb", "{not a notebook"),
-             "renamed": ("exercises (1).ipynb", nbformat.writes(renamed))}
+             "renamed": ("my; work.ipynb", nbformat.writes(renamed))}  # "; " once split the status
     for student, (name, text) in files.items():
         folder = state / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
@@ -269,7 +272,7 @@ def test_broken_misnamed_and_late_notebooks_get_feedback_and_penalties(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {r["student"]: r for r in csv.DictReader((state / "grades.csv").open())}
     assert rows["missing"]["status"] == "not graded: notebook missing (the folder holds answers.pdf)"
-    assert rows["renamed"]["status"].startswith("review: graded 'exercises (1).ipynb' as exercises.ipynb (misnamed)")
+    assert rows["renamed"]["status"].startswith("review: graded 'my; work.ipynb' as exercises.ipynb (misnamed)")
     assert f"test cell edited or deleted ({original})" in rows["renamed"]["status"]
     assert (rows["renamed"]["timestamp"], rows["renamed"]["late_hours"]) == ("2026-03-02T18:00:00+00:00", "25.0")
     assert (rows["missing"]["timestamp"], rows["missing"]["late_hours"]) == ("", "0.0")
@@ -281,7 +284,8 @@ def test_broken_misnamed_and_late_notebooks_get_feedback_and_penalties(tmp_path)
     assert "No notebook named" in pages["missing"].read_text()
     assert "could not be graded (notebook is not valid JSON)" in pages["corrupt"].read_text()
     renamed_page = pages["renamed"].read_text()
-    assert "was graded as" in renamed_page and "25 hours after the due date" in renamed_page
+    assert "named <code>my; work.ipynb</code>; it was graded as" in renamed_page, renamed_page
+    assert "25 hours after the due date" in renamed_page
     assert "test cell of your notebook was edited, renamed or deleted" in renamed_page
     done = course("--state", str(state), "export")
     assert done.returncode == 0, done.stdout + done.stderr

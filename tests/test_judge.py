@@ -20,7 +20,8 @@ from attnbook.grading._core import private_modules, run_student
 from attnbook.grading.engine import Case, Part
 from attnbook.grading.errors import CheckFailed
 from attnbook.grading.transformer._common import ATTENTION_KERNELS
-from attnbook_course import _wire, judge, sandbox
+from attnbook_course import _wire, judge, notes, sandbox
+from attnbook_course.notes import Note
 from attnbook_course.plan import Cell, Test
 
 (ATT,) = private_modules("attnbook.attention")
@@ -61,21 +62,21 @@ def sdpa(q, k, v):
 
 
 def grade(source, tmp_path, monkeypatch, seconds=20, part=PART, name="sdpa", points=3):
-    """Judge ``source`` on ``part`` (its function ``name``) in a real worker: (result, worker)."""
+    """Judge ``source`` on ``part`` (its function ``name``) in a real worker: (result, what it reached)."""
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", str(seconds))
-    worker = judge.open_worker(tmp_path, [ROOT])
+    judgement = judge.Judgement(judge.open_worker(tmp_path, [ROOT]), budget=600)
     try:
-        calls = [judge.TestCall(part, (name,), None), judge.TestCall(part, (name,), points)]
-        result = judge.judge_part(worker, [source], calls, points)
+        calls = (judge.TestCall(part, (name,), None), judge.TestCall(part, (name,), points))
+        result, report = judgement.part([source], calls, points)
     finally:
-        worker.close()
-    return result, worker
+        judgement.worker.close()
+    return result, report
 
 
 def test_a_right_answer_gets_full_marks(tmp_path, monkeypatch):
-    result, worker = grade(GOOD, tmp_path, monkeypatch)
+    result, report = grade(GOOD, tmp_path, monkeypatch)
     assert result.score == 3.0 and "All 3 checks passed." in result.message
-    assert worker.statuses == [] and worker.called == set()
+    assert report.notes == [] and report.called == set()
 
 
 def test_partial_credit_and_changes_in_place_are_seen(tmp_path, monkeypatch):
@@ -98,9 +99,9 @@ def test_partial_credit_and_changes_in_place_are_seen(tmp_path, monkeypatch):
     "from torch._C._nn import scaled_dot_product_attention as f\ndef sdpa(q, k, v):\n    return f(q, k, v), None",
 ], ids=["alias", "clone", "reload", "math-kernel", "fused", "cpu-kernel", "fused-re-export"])
 def test_no_route_reaches_the_reference(source, tmp_path, monkeypatch):
-    result, worker = grade(source, tmp_path, monkeypatch)
+    result, report = grade(source, tmp_path, monkeypatch)
     assert result.score == 0 and "calls the reference implementation" in result.message
-    assert worker.called
+    assert report.called
 
 
 def test_the_references_source_is_not_in_the_worker(tmp_path, monkeypatch):
@@ -116,8 +117,8 @@ def test_the_references_source_is_not_in_the_worker(tmp_path, monkeypatch):
     ("def sdpa(q, k, v):\n    while True:\n        pass", "time limit exceeded"),
 ], ids=["exit", "memory", "time"])
 def test_a_crash_costs_the_part_and_says_why(source, status, tmp_path, monkeypatch):
-    result, worker = grade(source, tmp_path, monkeypatch, seconds=5)
-    assert result.score == 0 and any(status in s for s in worker.statuses), worker.statuses
+    result, report = grade(source, tmp_path, monkeypatch, seconds=5)
+    assert result.score == 0 and any(status in n.status() for n in report.notes), report.notes
 
 
 def test_a_slow_start_of_the_worker_costs_no_part_its_time(tmp_path, monkeypatch):
@@ -128,11 +129,11 @@ def test_a_slow_start_of_the_worker_costs_no_part_its_time(tmp_path, monkeypatch
     worker.command[script:script] = ["-c", "import runpy, sys, time; time.sleep(4); sys.argv = sys.argv[1:]; "
                                            "runpy.run_path(sys.argv[0], run_name='__main__')"]
     try:
-        calls = [judge.TestCall(PART, ("sdpa",), 3)]
-        result = judge.judge_part(worker, [GOOD], calls, 3)
+        calls = (judge.TestCall(PART, ("sdpa",), 3),)
+        result, report = judge.Judgement(worker, budget=600).part([GOOD], calls, 3)
     finally:
         worker.close()
-    assert result.score == 3.0 and worker.statuses == [], (result.message, worker.statuses)
+    assert result.score == 3.0 and report.notes == [], (result.message, report.notes)
 
 
 def test_a_library_a_part_imported_is_loaded_before_the_next_parts_child(tmp_path, monkeypatch):
@@ -141,10 +142,11 @@ def test_a_library_a_part_imported_is_loaded_before_the_next_parts_child(tmp_pat
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "20")
     loaded = "import sys\nloaded = 'sklearn.datasets' in sys.modules\n" + GOOD.replace(
         "return w @ v, w", "return (w @ v) * (1 if loaded else 2), w")
-    calls = [judge.TestCall(PART, ("sdpa",), 3)]
+    calls = (judge.TestCall(PART, ("sdpa",), 3),)
     worker = judge.open_worker(tmp_path, [ROOT])
+    judgement = judge.Judgement(worker, budget=600)
     try:
-        scores = [judge.judge_part(worker, [source], calls, 3).score
+        scores = [judgement.part([source], calls, 3)[0].score
                   for source in (loaded, "import sklearn.datasets\n" + GOOD, loaded)]
     finally:
         worker.close()
@@ -180,7 +182,7 @@ def test_cells_that_hang_cost_one_time_limit_not_one_per_part(monkeypatch):
     assert results["hangs"].score == 0 and "time limit exceeded in the notebook's cells" in results["hangs"].message
     assert results["after"].score == 0
     assert results["after"].message == judge.FAILED_CELLS.format("ran past the time limit (5 s)")  # not run
-    assert statuses == ["time limit exceeded in the notebook's cells"]
+    assert notes.status(statuses) == "time limit exceeded in the notebook's cells"
 
 
 def test_cells_that_end_the_worker_are_not_run_again_for_later_parts(monkeypatch):
@@ -192,13 +194,13 @@ def test_cells_that_end_the_worker_are_not_run_again_for_later_parts(monkeypatch
             Test("dies", SDPA_TEST, 2), Test("after", SDPA_TEST, 2), Test("later", SDPA_TEST, 2)]
     starts = []
     start = judge.Worker._start
-    monkeypatch.setattr(judge.Worker, "_start", lambda self: (starts.append(1), start(self))[1])
+    monkeypatch.setattr(judge.Worker, "_start", lambda self, end_by: (starts.append(1), start(self, end_by))[1])
     results, statuses = judge.grade_cells(plan, [ROOT])
     assert results["before"].score == 2.0 and results["dies"].score == 0
     how = "could not run (the student's code ended the worker (exit 3))"
     assert [results[p].message for p in ("after", "later")] == [judge.FAILED_CELLS.format(how)] * 2, results
     assert len(starts) == 1
-    assert statuses and all("ended" in s or "broke off" in s for s in statuses), statuses
+    assert statuses and all("ended" in n.text or "broke off" in n.text for n in statuses), statuses
 
 
 def test_a_function_that_hangs_costs_its_part_only(monkeypatch):
@@ -207,7 +209,7 @@ def test_a_function_that_hangs_costs_its_part_only(monkeypatch):
     plan = [Cell(hangs), Test("hangs", SDPA_TEST, 2), Cell(MASKED_SDPA), Test("fixed", SDPA_TEST, 2)]
     results, statuses = judge.grade_cells(plan, [ROOT])
     assert results["hangs"].score == 0 and results["hangs"].message.endswith("time limit exceeded.")
-    assert statuses == ["time limit exceeded"]  # in the check's call, not in the cells
+    assert statuses == [Note("limit", "time limit exceeded")]  # in the check's call, not in the cells
     assert results["fixed"].score == 2.0  # the cells ran in time: the later part is graded
 
 
@@ -218,9 +220,9 @@ def test_a_part_built_on_a_wrong_earlier_part_is_judged_again_with_the_solutions
     again."""
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "30")
     runs = []
-    judged = judge.judge_part
-    monkeypatch.setattr(judge, "judge_part",
-                        lambda worker, cells, *args: runs.append(len(cells)) or judged(worker, cells, *args))
+    judged = judge.Judgement.part
+    monkeypatch.setattr(judge.Judgement, "part", lambda self, cells, *args, **kwargs:
+                        runs.append(len(cells)) or judged(self, cells, *args, **kwargs))
     wrong = MASKED_SDPA.replace("/ math.sqrt(q.shape[-1])", "/ q.shape[-1]")
     built = {
         "built_on_it": "def attend(q, k, v, mask=None):\n    return scaled_dot_product_attention(q, k, v, mask)",
@@ -319,9 +321,9 @@ def test_a_compiled_class_is_trapped_under_every_name(route, tmp_path, monkeypat
     """tokenizers' Tokenizer is Rust: its methods cannot be replaced, so each name it has is."""
     source = (f"import tokenizers, tokenizers.models\ndef count(text):\n"
               f"    {route}(tokenizers.models.BPE())\n    return len(text)")
-    result, worker = grade(source, tmp_path, monkeypatch, part=TOKENIZER_PART, name="count", points=2)
+    result, report = grade(source, tmp_path, monkeypatch, part=TOKENIZER_PART, name="count", points=2)
     assert result.score == 0 and "calls the reference implementation" in result.message
-    assert worker.called
+    assert report.called
 
 
 SCIPY_PART = Part("check_count", (Case("visible", _token_count(0)),), _check_count,
@@ -334,9 +336,9 @@ def test_a_function_is_refused_in_every_module_that_holds_it(route, tmp_path, mo
     module that imported it, and the worker refuses it there too."""
     source = (f"import numpy as np\nfrom {route} import linear_sum_assignment as solve\ndef count(text):\n"
               f"    solve(np.zeros((1, 1)))\n    return len(text)")
-    result, worker = grade(source, tmp_path, monkeypatch, part=SCIPY_PART, name="count", points=2)
+    result, report = grade(source, tmp_path, monkeypatch, part=SCIPY_PART, name="count", points=2)
     assert result.score == 0 and "calls the reference implementation" in result.message
-    assert worker.called == {"scipy.optimize.linear_sum_assignment"}
+    assert report.called == {"scipy.optimize.linear_sum_assignment"}
 
 
 def _every_part() -> list[Part]:
@@ -390,3 +392,75 @@ def test_a_model_crosses_with_its_frozen_parameters_frozen():
     frozen = {n for n, p in copy.named_parameters() if not p.requires_grad}
     assert frozen == {n for n, p in model.named_parameters() if not p.requires_grad} and frozen
     assert all(torch.equal(a, b) for a, b in zip(copy.state_dict().values(), model.state_dict().values(), strict=True))
+
+
+NUMPY_COUNT = """import numpy as np
+def alignment_params(query_size, key_size, attn_size, method="additive"):
+    if method == "additive":
+        return np.int64(query_size * attn_size + key_size * attn_size + 2 * attn_size)
+    return np.int64(query_size * key_size if method == "general" else 0)
+"""
+
+
+def test_a_numpy_number_counts_at_hand_in_as_in_the_notebook(tmp_path, monkeypatch):
+    """A count returned as a NumPy integer passes the visible check in the kernel (``numbers.Integral``); the
+    worker sends it to the judge as the number it is, so it scores the same at hand-in."""
+    from attnbook.grading.rnn import check_alignment_params
+
+    namespace: dict = {}
+    exec(NUMPY_COUNT, namespace)
+    assert check_alignment_params(namespace["alignment_params"]) is None  # the kernel's visible check
+    result, _ = grade(NUMPY_COUNT, tmp_path, monkeypatch, part=check_alignment_params, name="alignment_params",
+                      points=2)
+    assert result.score == 2.0, result.message
+
+
+@pytest.mark.skipif(sandbox.isolation() == "none", reason="bubblewrap is not installed here")
+def test_a_part_sees_nothing_an_earlier_parts_process_left(tmp_path, monkeypatch):
+    """An earlier part's process may read what its statement allows (a reference a later part refuses) and
+    leave a copy in /tmp or /dev/shm, or a process that writes one later: the next part's child starts with
+    both folders empty and no process of the earlier part alive."""
+    monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "20")
+    worker = judge.open_worker(tmp_path, [ROOT])
+    leave = ("import subprocess, sys\n"
+             "open('/tmp/reference.py', 'w').write('copied')\nopen('/dev/shm/copy', 'w').write('copied')\n"
+             "subprocess.Popen([sys.executable, '-c', 'import time\\nwhile True:\\n"
+             "    open(\"/tmp/late\", \"w\").write(\"x\"); time.sleep(0.05)'], start_new_session=True)\n"
+             "import time; time.sleep(0.5)\nleft = 1")
+    look = ("import os\nleft = sorted(os.listdir('/tmp')) + sorted(os.listdir('/dev/shm'))\n"
+            "alive = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid(), os.getppid())]")
+    try:
+        assert worker.start_part(judge.package_sources(()), [leave], ["left"], [], []) == {"left": 1}
+        worker.end_part()
+        seen = worker.start_part(judge.package_sources(()), [look], ["left", "alive"], [], [])
+        worker.end_part()
+    finally:
+        worker.close()
+    assert seen == {"left": [], "alive": []}, seen
+
+
+META_COUNT = """import torch
+from attnbook.gpt import GPT, GPTConfig
+def gpt_params(vocab_size, block_size, n_embd, n_layer):
+    with torch.device("meta"):
+        model = GPT(GPTConfig(vocab_size=vocab_size, block_size=block_size, n_embd=n_embd, n_layer=n_layer))
+    return sum(p.numel() for p in model.parameters() if p is not model.lm_head.weight)
+"""
+
+
+def test_a_count_by_reasoning_builds_no_model_at_hand_in_as_in_the_notebook(tmp_path, monkeypatch):
+    """Chapter 4's Part 7 asks for a count by reasoning; a GPT built on the meta device and counted while the
+    student's function runs is refused in the kernel and in the worker alike, though a cell may build one."""
+    from attnbook.grading.errors import CheckFailed
+    from attnbook.grading.gpt import check_gpt_params
+
+    namespace: dict = {}
+    exec(META_COUNT, namespace)
+    with pytest.raises(CheckFailed, match="attnbook.gpt.model.GPT"):
+        check_gpt_params(namespace["gpt_params"])
+    built_in_a_cell = ("import torch\nfrom attnbook.gpt import GPT, GPTConfig\n"
+                       "GPT(GPTConfig(vocab_size=10, block_size=4, n_embd=8, n_layer=1, n_head=2))\n")
+    result, report = grade(built_in_a_cell + META_COUNT, tmp_path, monkeypatch, part=check_gpt_params,
+                           name="gpt_params", points=2)
+    assert result.score == 0 and "attnbook.gpt.model.GPT" in result.message, result.message
+    assert report.called == {"attnbook.gpt.model.GPT"}

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from attnbook_course import feedback_filters, gradecache, nbgrader_run, no_autograde, recording, shards, submission
+from attnbook_course.notes import Note
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "03-bert"
@@ -96,8 +97,8 @@ def test_select_grades_what_changed_or_failed_and_keeps_the_rest(tmp_path, monke
         folder.mkdir(parents=True)
         (folder / "exercises.ipynb").write_text(student)
     _, _, keys, _ = gradecache.select(tmp_path, pairs)
-    for student, status in [("ada", "ok"), ("bob", "ok"), ("cy", "grading error: judging (OSError)")]:
-        gradecache.store(tmp_path, {"student": student, "assignment": ASSIGNMENT, "status": status},
+    for student, said in [("ada", []), ("bob", []), ("cy", [Note("grading_error", "judging (OSError)").record()])]:
+        gradecache.store(tmp_path, {"student": student, "assignment": ASSIGNMENT, "notes": said},
                          keys[student, ASSIGNMENT])
     (tmp_path / "submitted" / "bob" / ASSIGNMENT / "exercises.ipynb").write_text("bob, resubmitted")
     todo, kept, _, notes = gradecache.select(tmp_path, pairs)

@@ -45,7 +45,8 @@ SUBMITTED = {"ada": SDPA["original"], "bo": SDPA["copied"]["renamed"], "fa": SDP
 
 
 def write_result(state: Path, student: str, assignment: str, status: str, parts: dict, late=None) -> None:
-    result = {"student": student, "assignment": assignment, "status": status,
+    said = [] if status == "ok" else [{"kind": "limit", "text": status, "detail": ""}]  # shown as it is
+    result = {"student": student, "assignment": assignment, "notes": said,
               "parts": {p: {"score": s, "max_score": POINTS.get(p, 2.0), "message": m} for p, (s, m) in parts.items()}}
     if late is not None:
         result["late"] = late

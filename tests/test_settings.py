@@ -169,7 +169,8 @@ def test_the_judge_hands_the_worker_its_process_cap_as_an_argument(monkeypatch, 
     if sandbox.isolation() != "bubblewrap":
         assert _wire.PROCESSES_FLAG not in command  # outside its own user namespace the cap would count ours
         pytest.skip("the process cap is set inside bubblewrap only")
-    assert command[-2:] == [_wire.PROCESSES_FLAG, "37"] and not any("ATTNBOOK" in word for word in command)
+    assert command[-3:] == [_wire.SCRATCH_FLAG, _wire.PROCESSES_FLAG, "37"]
+    assert not any("ATTNBOOK" in word for word in command)
     worker = judge.open_worker(tmp_path, [ROOT])
     try:
         ready = worker.start_part(judge.package_sources(()), ["import resource\n"

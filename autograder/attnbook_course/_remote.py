@@ -9,7 +9,11 @@ ways, so a check sees what it would see in-process.
 
 If the worker dies, breaks the protocol or runs past the part's deadline,
 :class:`WorkerGone` ends the part (it is not a :class:`CheckFailed`: no case
-of that part counts).
+of that part counts); :class:`CellsFailed` when that happened in the
+notebook's cells, before the part's checks began. The worker is a process and
+its protocol only: what a part reached (flags, forbidden references, limits)
+comes back from :meth:`Worker.end_part` as a :class:`Report`, which the judge
+keeps; nobody else writes the worker's fields.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import IO, cast
 
 import torch
@@ -27,6 +32,7 @@ from attnbook import settings
 from attnbook.grading._core import note_warnings, student_error
 
 from . import _wire
+from .notes import Note
 
 QUIET = "(its message is not shown when earlier parts are replaced by the reference)"
 REAP_SECONDS = 30  # a killed worker is waited for this long; one stuck in the kernel is reaped by the next wait
@@ -38,6 +44,24 @@ class WorkerGone(Exception):
 
 class TimedOut(WorkerGone):
     """The part's deadline passed while the judge waited for the worker."""
+
+
+class CellsFailed(WorkerGone):
+    """The notebook's cells ran out of time or ended the worker before the part's checks began; ``how``
+    says which, for the later parts whose cells begin with the same ones."""
+
+    def __init__(self, message: str, how: str):
+        super().__init__(message)
+        self.how = how
+
+
+@dataclass
+class Report:
+    """What the student's code did in the worker since the last report: the notes for the submission
+    (flags for review, limits reached) and the forbidden references it reached."""
+
+    notes: list[Note] = field(default_factory=list)
+    called: set[str] = field(default_factory=set)
 
 
 def _exit_status(code: int) -> str:
@@ -124,17 +148,13 @@ class Worker:
         self.max_frame = max_frame  # the largest reply read from the worker, in bytes
         self.proc: subprocess.Popen | None = None
         self.deadline = 0.0
-        self.end_by = float("inf")  # the submission's deadline (time.monotonic()): no part runs past it
-        self.statuses: list[str] = []  # what went wrong, for the status column
-        self.called: set[str] = set()  # forbidden references the student's code reached
-        # The cells that failed before their part began (ran out of time, or ended the worker), and how.
-        self.failed_cells: tuple[list[str], str] | None = None
-        self.quiet = False  # leave what the student's code raises or warns out of the feedback
+        self.report = Report()  # since the last end_part
+        self.quiet = False  # this part's: leave what the student's code raises or warns out of the feedback
         self.preload: set[str] = set()  # heavy modules a child imported: the host loads them before the next
 
     # -------------------------------------------------------------- process
 
-    def _start(self) -> None:
+    def _start(self, end_by: float) -> None:
         """Start the worker and wait for its hello, sent once it has imported what every part needs. That
         start (bubblewrap, torch, pyplot) is the grader's time: within the submission's deadline, in no
         part's, so that a busy machine does not cost a student's first part its time."""
@@ -142,7 +162,7 @@ class Worker:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
                                      preexec_fn=self.preexec)
         os.set_blocking(self._pipes()[0].fileno(), False)  # writes wait in select, until the deadline
-        self.deadline = min(self.end_by, time.monotonic() + self.start_timeout)
+        self.deadline = min(end_by, time.monotonic() + self.start_timeout)
         try:
             hello = self._receive()
         except TimedOut:
@@ -167,7 +187,7 @@ class Worker:
             try:
                 self.proc.wait(timeout=REAP_SECONDS)
             except subprocess.TimeoutExpired:  # a process stuck in the kernel: reaped by the next wait
-                self.statuses.append("review: the worker did not end when killed")
+                self.report.notes.append(Note("review", "the worker did not end when killed"))
             for pipe in (self.proc.stdin, self.proc.stdout):
                 if pipe is not None:
                     pipe.close()
@@ -200,44 +220,55 @@ class Worker:
     # ---------------------------------------------------------------- parts
 
     def start_part(self, package: tuple[dict, list], cells: list[str], names: list[str],
-                   kernels: list[str], refused: list[str]) -> dict:
+                   kernels: list[str], refused: list[str], *, in_calls: list[str] | None = None,
+                   end_by: float = float("inf"), quiet: bool = False) -> dict:
         """Run ``cells`` in a fresh child with ``package`` as attnbook and ``refused`` and ``kernels``
-        refused (:func:`._refuse.refuse`); return name -> proxy (or None)."""
+        refused (:func:`._refuse.refuse`), ``in_calls`` too while the student's functions run (not in the
+        cells); return name -> proxy (or None). The part ends by ``end_by``
+        (the submission's deadline, ``time.monotonic()``'s) at the latest; a ``quiet`` part leaves what
+        the student's code raises or warns out of its feedback. :class:`CellsFailed` when the cells fail."""
         if self.proc is None:
-            self._start()
-        self.deadline = min(time.monotonic() + self.part_timeout, self.end_by)
+            self._start(end_by)
+        self.quiet = quiet
+        self.deadline = min(time.monotonic() + self.part_timeout, end_by)
         sources, packages = package
         self._send({"op": "part", "package": sources, "packages": packages, "cells": cells, "names": names,
-                    "kernels": kernels, "refused": refused, "preload": sorted(self.preload)})
+                    "kernels": kernels, "refused": refused, "in_calls": in_calls or [],
+                    "preload": sorted(self.preload)})
         try:
             reply = self._receive()
         except TimedOut:
-            self.failed_cells = (list(cells), f"ran past the time limit ({self.part_timeout:g} s)")
-            raise TimedOut("time limit exceeded in the notebook's cells") from None
+            raise CellsFailed("time limit exceeded in the notebook's cells",
+                              f"ran past the time limit ({self.part_timeout:g} s)") from None
         except WorkerGone as gone:
-            self.failed_cells = (list(cells), f"could not run ({gone})")
-            raise
-        self.statuses += [f"review: the notebook {flag}" for flag in _names(reply.get("flags"))]
-        self.called.update(_names(reply.get("called")))
+            raise CellsFailed(str(gone), f"could not run ({gone})") from None
+        self.report.notes += [Note("review", f"the notebook {flag}") for flag in _names(reply.get("flags"))]
+        self.report.called.update(_names(reply.get("called")))
         ready = reply.get("ready")
         if not isinstance(ready, dict) or set(ready) != set(names):
             self.close()
             raise WorkerGone("the worker broke the protocol")
         return {name: _wire.decode(value, remote=self._proxy) for name, value in ready.items()}
 
-    def end_part(self) -> None:
-        """End the current child; note what it reached. A worker that does not answer is killed."""
-        if self.proc is None:
-            return
-        try:
-            self._send({"op": "end"})
-            bye = self._receive()
-            self.called.update(_names(bye.get("called")))
-            self.preload.update(name for name in _names(bye.get("imported")) if name in _wire.PRELOADS)
-            if self._receive(exit_expected=True).get("exit") != 0:
+    def end_part(self) -> Report:
+        """End the current child; return what the part reached (:meth:`take_report`). A worker that does
+        not answer is killed."""
+        if self.proc is not None:
+            try:
+                self._send({"op": "end"})
+                bye = self._receive()
+                self.report.called.update(_names(bye.get("called")))
+                self.preload.update(name for name in _names(bye.get("imported")) if name in _wire.PRELOADS)
+                if self._receive(exit_expected=True).get("exit") != 0:
+                    self.close()
+            except WorkerGone:
                 self.close()
-        except WorkerGone:
-            self.close()
+        return self.take_report()
+
+    def take_report(self) -> Report:
+        """What the student's code did since the last report (a part, or a :meth:`close`), and a new one."""
+        report, self.report = self.report, Report()
+        return report
 
     def _proxy(self, handle: int, is_module: bool) -> Remote:
         return Remote(self, handle, is_module)
@@ -255,9 +286,9 @@ class Worker:
             named = _names([error.get("reference")])
             reference = named[0] if named else None
             if error.get("memory"):
-                self.statuses.append("memory limit exceeded")
+                self.report.notes.append(Note("limit", "memory limit exceeded"))
             if reference:
-                self.called.add(reference)
+                self.report.called.add(reference)
             message = QUIET if self.quiet else str(error.get("message"))[:_wire.ERROR_CHARS]
             raise student_error(what, str(error.get("type"))[:_wire.ERROR_TYPE_CHARS], message,
                                 line=str(error.get("line") or "")[:_wire.LINE_CHARS],

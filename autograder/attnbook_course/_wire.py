@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
+import numpy as np
 import torch
 
 # ------------------------------------------------------------------ the contract
@@ -61,6 +62,7 @@ NOTES_KEPT, NOTE_CHARS = 20, 500  # a reply's lists of strings (warnings, flags,
 # loader; 0.5-2 s each time): a child names those it imported when its part ends, and the worker's host
 # imports them before it forks the next part's child. Only these names: never one a student chooses.
 PRELOADS = ("sklearn.datasets", "sklearn.linear_model", "sklearn.feature_extraction.text")
+SCRATCH_FLAG = "--scratch"  # the worker's argument in the sandbox: /tmp and /dev/shm are its own, emptied per part
 PROCESSES_FLAG = "--processes"  # the worker's argument in the sandbox: its process cap (RLIMIT_NPROC), sandbox.py's
 
 
@@ -122,6 +124,8 @@ def encode(value: object, *, handles: dict | None = None) -> object:
     """``value`` as JSON-ready data. ``handles`` (the worker's table) admits any object, by reference."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":  # a NumPy number: as in the notebook
+        return value.item()
     if isinstance(value, list):
         return [encode(v, handles=handles) for v in value]
     if isinstance(value, tuple) and type(value) in (tuple, torch.Size):

@@ -22,19 +22,27 @@ graded part:
    whatever processes it left, and imports those modules before the next part's
    child when the judge asks (``preload``): a library is loaded once, not per part.
 
+In the sandbox (``_wire.SCRATCH_FLAG``), the host also ends every process an
+earlier part left and empties ``/tmp`` and ``/dev/shm`` before each part
+(:func:`fresh_scratch`): a part sees only what its own statement allows, never
+a copy of a reference that an earlier part's process could read and leave.
+
 The protocol is :mod:`_wire`'s frames on the file descriptors that were stdin
 and stdout, opened by the host's ``{"hello": true}`` once it has started; the
 student's own output goes to /dev/null.
 """
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import resource
+import shutil
 import signal
 import sys
+import time
 import types
 import warnings
 from typing import TYPE_CHECKING
@@ -66,6 +74,42 @@ for _fd in (0, 1, 2):
     os.dup2(_null, _fd)
 
 MODULE_METHODS = {"eval", "train", "double", "float", "to", "requires_grad_", "zero_grad"}
+SCRATCH = ("/tmp", "/dev/shm")  # the sandbox's only writable folders: memory of its own
+
+
+def _others() -> list[int]:
+    """The live processes of the sandbox's pid namespace but its init (1) and this host."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in (1, os.getpid()):
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if fh.read().rpartition(")")[2].split()[0] != "Z":  # a zombie writes nothing
+                        found.append(int(entry))
+            except OSError:  # ended meanwhile
+                pass
+    return found
+
+
+def fresh_scratch() -> None:
+    """End every process an earlier part left in the sandbox, then empty its writable folders."""
+    deadline = time.monotonic() + 5
+    while (left := _others()) and time.monotonic() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+    for folder in SCRATCH:
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
 
 
 class Package(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -115,8 +159,8 @@ def _module_op(obj: torch.nn.Module, op: str, args: list) -> object:
     return getattr(torch.nn.Module, op)(obj, *args)
 
 
-def call(request: dict, handles: dict) -> dict:
-    """Run one call the judge asked for and describe what happened."""
+def call(request: dict, handles: dict, in_calls: list[str]) -> dict:
+    """Run one call the judge asked for, with ``in_calls`` refused while it runs, and describe what happened."""
     target = handles[request["target"]]
     args = _wire.decode(request["args"], handles=handles)
     kwargs = _wire.decode(request["kwargs"], handles=handles)
@@ -128,7 +172,8 @@ def call(request: dict, handles: dict) -> dict:
             if method is not None and (method in MODULE_METHODS or method.startswith("$")):
                 result = _module_op(target, method, args)
             else:
-                result = (target if method is None else getattr(target, method))(*args, **kwargs)
+                with _refuse.refused(target, in_calls) if in_calls else contextlib.nullcontext():
+                    result = (target if method is None else getattr(target, method))(*args, **kwargs)
             reply = {"result": _wire.encode(result, handles=handles), "grads": _gradients(result, args)}
         except BaseException as err:  # SystemExit and KeyboardInterrupt are the student's too
             return {"error": _error(err)}
@@ -166,7 +211,7 @@ def serve_part(part: dict, shell: InteractiveShell) -> None:
             imported = [name for name in _wire.PRELOADS if name in sys.modules]
             _wire.send(PROTOCOL_OUT, {"bye": True, "called": sorted(set(_refuse.CALLED)), "imported": imported})
             return
-        _wire.send(PROTOCOL_OUT, call(request, handles))
+        _wire.send(PROTOCOL_OUT, call(request, handles, [n for n in part.get("in_calls", []) if isinstance(n, str)]))
 
 
 def main() -> None:
@@ -185,6 +230,8 @@ def main() -> None:
                     importlib.import_module(name)
                 except Exception:  # the child will meet the same error, as the student's code
                     pass
+        if _wire.SCRATCH_FLAG in sys.argv[1:]:
+            fresh_scratch()
         pid = os.fork()
         if pid == 0:
             code = 0

@@ -25,6 +25,7 @@ from . import (
     judging,
     late,
     names,
+    notes,
     recording,
     shards,
     submission,
@@ -81,7 +82,7 @@ def grade(request: Request) -> int:
             return 0
         request.out.unlink(missing_ok=True)  # a run that is stopped half-way leaves no grades.csv to trust
         shards.start(nbgrader.state, request.shard)
-        todo, kept, keys, notes = gradecache.select(nbgrader.state, pairs, chosen)
+        todo, kept, keys, said = gradecache.select(nbgrader.state, pairs, chosen)
         _load_checks(sorted({a for _, a in todo}))
     except NotGrading as err:
         print(err, file=sys.stderr)
@@ -105,7 +106,7 @@ def grade(request: Request) -> int:
     if request.shard is not None:
         shards.finish(nbgrader.state, request.shard, keys)
     sandbox.sweep()
-    _summary(request, nbgrader, fresh, kept, results, notes, logfile)
+    _summary(request, nbgrader, fresh, kept, results, said, logfile)
     counted, missing = feedback_pages.report(nbgrader.state, results, pages)
     for line in missing:  # each with nbgrader's reason; the grades stand, so the run still succeeds
         print(line, file=sys.stderr)
@@ -191,7 +192,7 @@ def _write(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord],
         except Exception as err:  # this submission's files only
             judging.grading_error(result, "writing the results", err)
     pages = feedback_pages.write_pages(nbgrader, [(r["student"], r["assignment"]) for r in fresh], list(kept))
-    log = [pages.log] + [f"--- {r['student']} / {r['assignment']}: {r['status']}\n{r['log']}\n"
+    log = [pages.log] + [f"--- {r['student']} / {r['assignment']}: {notes.status(notes.read(r['notes']))}\n{r['log']}\n"
                          for r in results if r.get("log")]
     shard = request.shard
     logfile = (nbgrader.state if shard is None else shards.folder(nbgrader.state, shard)) / "grading.log"
@@ -202,7 +203,7 @@ def _write(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord],
 
 
 def _summary(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord],
-             kept: dict[tuple[str, str], SubmissionRecord], results: list[SubmissionRecord], notes: list[str],
+             kept: dict[tuple[str, str], SubmissionRecord], results: list[SubmissionRecord], said: list[str],
              logfile: Path) -> None:
     """What the run did, and what needs the instructor's look."""
     from . import sandbox
@@ -210,9 +211,9 @@ def _summary(request: Request, nbgrader: Nbgrader, fresh: list[SubmissionRecord]
     print(f"graded {len(fresh)} submissions, kept the results of {len(kept)} graded before; wrote {request.out} "
           f"and feedback in {nbgrader.state / 'feedback'} (sandbox: {sandbox.isolation()}; "
           f"processes: {sandbox.describe()['processes']})")
-    for note in notes:
-        print(note, file=sys.stderr)
-    broken = [f"{r['student']}/{r['assignment']}" for r in results if "grading error" in r["status"]]
+    for line in said:
+        print(line, file=sys.stderr)
+    broken = [f"{r['student']}/{r['assignment']}" for r in results if notes.errors(notes.read(r["notes"]))]
     if broken:
         print(f"{len(broken)} submissions need a look (grading error; tracebacks in "
               f"{logfile}): {', '.join(broken)}", file=sys.stderr)
@@ -272,7 +273,7 @@ def write_csv(results: list[SubmissionRecord], out: Path) -> None:
                                        "score": round(sum(scores.values()), 2),
                                        "max_score": sum(result["parts"][gid]["max_score"] for gid in cells)}
         row.update(late.columns(result))
-        row["status"] = result["status"]
+        row["status"] = notes.status(notes.read(result["notes"]))
         rows.append(row)
         print(f"{row['student']:>20} {row['assignment']}: {row['score']:g}/{row['max_score']:g}  {row['status']}")
     out.parent.mkdir(parents=True, exist_ok=True)

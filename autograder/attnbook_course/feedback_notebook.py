@@ -27,7 +27,7 @@ import json
 import shutil
 from typing import TYPE_CHECKING
 
-from . import feedback_filters, intake, late, submission
+from . import feedback_filters, intake, late, notes, submission
 from .nbgrader_run import NOTEBOOK, Nbgrader
 from .records import SubmissionRecord
 from .submission import CELL_ID, grade_id, nbgrader_meta
@@ -98,7 +98,7 @@ def write_results(result: SubmissionRecord, nbgrader: Nbgrader, regraded: bool =
     elif autograded.exists():
         return
     nb, _ = intake.read_submission(submitted, submission.read_submission)
-    notice = intake.notice(result["status"], late.describe(result.get("late")))
+    notice = notes.notice(notes.read(result["notes"]), late.describe(result.get("late")))
     # A notebook that could not be read gets a feedback page too: the released one, saying why.
     autograded.parent.mkdir(parents=True, exist_ok=True)
     released = submission.released(assignment)

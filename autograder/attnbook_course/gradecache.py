@@ -25,8 +25,8 @@ feedback are those a full run would write.
 >>> folder = Path(tempfile.mkdtemp())
 >>> _ = (folder / "exercises.ipynb").write_text("{}")
 >>> key = submission_key("common", "ada", folder)
->>> store(folder, {"student": "ada", "assignment": "01", "status": "ok"}, key)
->>> stored(folder, "ada", "01") == (key, {"student": "ada", "assignment": "01", "status": "ok"})
+>>> store(folder, {"student": "ada", "assignment": "01", "notes": []}, key)
+>>> stored(folder, "ada", "01") == (key, {"student": "ada", "assignment": "01", "notes": []})
 True
 >>> _ = (folder / "exercises.ipynb").write_text("{ }")
 >>> submission_key("common", "ada", folder) == key
@@ -43,7 +43,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import GRADER, ROOT
+from . import GRADER, ROOT, notes
 from .records import SubmissionRecord
 
 CACHE = "grading-cache"
@@ -115,9 +115,11 @@ def _path(state: Path, student: str, assignment: str) -> Path:
 
 
 def stored(state: Path, student: str, assignment: str) -> tuple[str, SubmissionRecord] | None:
-    """(key, results) stored for a submission, or None when there are none (or they cannot be read)."""
+    """(key, results) stored for a submission, or None when there are none (or they cannot be read, or are
+    of a grader that kept no notes)."""
     try:
         entry = json.loads(_path(state, student, assignment).read_text())
+        notes.read(entry["result"]["notes"])
         return entry["key"], entry["result"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -149,14 +151,14 @@ def select(state: Path, pairs: list[Pair], chosen: list[Pair] | None = None) -> 
     keys = {(s, a): submission_key(grader[a], s, state / "submitted" / s / a) for s, a in pairs}
     entries = {pair: entry for pair in pairs if (entry := stored(state, *pair)) is not None}  # graded before
     fresh = {pair for pair, (key, result) in entries.items()
-             if key == keys[pair] and "grading error" not in result["status"]}
+             if key == keys[pair] and not notes.errors(notes.read(result["notes"]))}
     if chosen is None:
         return [p for p in pairs if p not in fresh], {p: entries[p][1] for p in sorted(fresh)}, keys, []
     kept = {p: entries[p][1] for p in pairs if p not in chosen and p in entries}
     stale = [f"{s}/{a}" for s, a in kept if (s, a) not in fresh]
     never = [f"{s}/{a}" for s, a in pairs if (s, a) not in chosen and (s, a) not in entries]
-    notes = [f"{len(stale)} kept results are out of date (run `make grade` to grade them again): {', '.join(stale)}"
+    said = [f"{len(stale)} kept results are out of date (run `make grade` to grade them again): {', '.join(stale)}"
              ] if stale else []
-    notes += [f"{len(never)} submissions not graded yet, not in grades.csv (run `make grade`): {', '.join(never)}"
+    said += [f"{len(never)} submissions not graded yet, not in grades.csv (run `make grade`): {', '.join(never)}"
               ] if never else []
-    return list(chosen), kept, keys, notes
+    return list(chosen), kept, keys, said

@@ -55,6 +55,7 @@ from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 from . import download, names
+from .notes import Note
 
 N = TypeVar("N")  # a notebook, as the reader given to read_submission reads it
 
@@ -135,86 +136,35 @@ def match_notebook(names: list[str]) -> str | None:
     return notebooks[0] if len(notebooks) == 1 else None
 
 
-def locate(folder: Path) -> tuple[Path, str | None]:
-    """The notebook to grade in a submission's ``folder``, and a note when it is not ``exercises.ipynb``
-    (a misnamed copy, or what the folder holds instead of a notebook), or when the folder holds others."""
+def locate(folder: Path) -> tuple[Path, Note | None, str]:
+    """The notebook to grade in a submission's ``folder``; a note when it is not ``exercises.ipynb`` (a
+    misnamed copy) or when the folder holds others; and what the folder holds when it has no notebook."""
     found_in = folder.is_dir() and not folder.is_symlink()
     names_ = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.is_symlink()) if found_in else []
     found = match_notebook(names_)
     others = [n for n in names_ if n.lower().endswith(".ipynb") and n != found]
     if found == NOTEBOOK:
-        return folder / NOTEBOOK, (f"review: graded {NOTEBOOK} of {len(others) + 1} notebooks" if others else None)
+        return folder / NOTEBOOK, (Note("review", f"graded {NOTEBOOK} of {len(others) + 1} notebooks")
+                                   if others else None), ""
     if found:
-        return folder / found, f"review: graded {found!r} as {NOTEBOOK} (misnamed)"
+        return folder / found, Note("misnamed", found), ""
     listed = [n for n in names_ if n != "timestamp.txt"]
-    return folder / NOTEBOOK, f"the folder holds {', '.join(listed)}" if listed else None
+    return folder / NOTEBOOK, None, f"the folder holds {', '.join(listed)}" if listed else ""
 
 
-def read_submission(folder: Path, read: Callable[[Path], tuple[N | None, str | None]]) -> tuple[N | None, list[str]]:
+def read_submission(folder: Path, read: Callable[[Path], tuple[N | None, Note | None]]) -> tuple[N | None, list[Note]]:
     """The notebook of the submission in ``folder`` (``read`` reads one file: ``submission.read_submission``)
-    and its status notes: a misnamed notebook's, or why there is none. A link is never followed: a folder
+    and its notes: a misnamed notebook's, or why there is none. A link is never followed: a folder
     or a notebook that is one is not graded."""
     if folder.is_symlink() or folder.parent.is_symlink():
-        return None, ["not graded: the submission's folder is a link (links are never followed)"]
-    path, note = locate(folder)
+        return None, [Note("not_graded", "the submission's folder is a link (links are never followed)")]
+    path, note, holds = locate(folder)
     if path.is_symlink():
-        return None, ["not graded: the notebook is a link (links are never followed)"]
-    nb, status = read(path)
-    if status and note and not note.startswith("review"):
-        return nb, [f"{status} ({note})"]
-    return nb, [s for s in (status, note) if s]
-
-
-def notice(status: str, late_sentence: str | None) -> str | None:
-    """What the top of a student's feedback says about their submission as a whole (Markdown), or None.
-    A file name is shown in a code span that it cannot close.
-
-    >>> print(notice("not graded: notebook is not valid JSON", None))
-    **Your notebook could not be graded (notebook is not valid JSON).** Every part scores 0. Open it in \
-Jupyter to see what is wrong (a file cut short, or one that is not a notebook), and ask your instructor.
-    >>> print(notice("not graded: notebook missing (the folder holds notes.pdf)", None))
-    **No notebook named `exercises.ipynb` was found in your submission (the folder holds notes.pdf).** Every \
-part scores 0.
-    >>> print(notice("review: graded 'exercises (1).ipynb' as exercises.ipynb (misnamed)", None))
-    Your notebook was named `exercises (1).ipynb`; it was graded as `exercises.ipynb`. Keep the name \
-`exercises.ipynb` when you submit.
-    """
-    lines = []
-    for part in status.split("; "):
-        if part.startswith("not graded: notebook missing"):
-            lines.append(f"**No notebook named `{NOTEBOOK}` was found in your submission"
-                         f"{_plain(part.removeprefix('not graded: notebook missing'))}.** Every part scores 0.")
-        elif part.startswith("not graded: "):
-            lines.append(f"**Your notebook could not be graded ({_plain(part.removeprefix('not graded: '))}).** "
-                         "Every part scores 0. Open it in Jupyter to see what is wrong (a file cut short, or one "
-                         "that is not a notebook), and ask your instructor.")
-        elif m := re.fullmatch(r"review: graded '(.+)' as .+ \(misnamed\)", part):
-            lines.append(f"Your notebook was named {_code(m[1])}; it was graded as `{NOTEBOOK}`. Keep the name "
-                         f"`{NOTEBOOK}` when you submit.")
-        elif part.startswith("review: test cell edited or deleted"):
-            lines.append("A test cell of your notebook was edited, renamed or deleted: it was graded with the "
-                         "original test cell, shown at its place or at the end.")
-    lines += [late_sentence] if late_sentence else []
-    return "\n\n".join(lines) or None
-
-
-def _code(text: str) -> str:
-    """``text`` as a Markdown code span that nothing in it can close (CommonMark: a longer fence).
-
-    >>> _code("a`b")
-    '`` a`b ``'
-    """
-    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
-    return f"{fence} {text} {fence}" if len(fence) > 1 else f"`{text}`"
-
-
-def _plain(text: str) -> str:
-    """``text`` with Markdown's and HTML's special characters escaped.
-
-    >>> _plain("<img src=x> *a*")
-    '&lt;img src=x&gt; \\\\*a\\\\*'
-    """
-    return re.sub(r"([\\`*_\[\]~])", r"\\\1", text).replace("<", "&lt;").replace(">", "&gt;")
+        return None, [Note("not_graded", "the notebook is a link (links are never followed)")]
+    nb, failed = read(path)
+    if failed is not None and holds:
+        failed = Note(failed.kind, failed.text, holds)
+    return nb, [n for n in (failed, note) if n is not None]
 
 
 # ------------------------------------------------------------------ rosters

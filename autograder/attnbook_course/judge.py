@@ -52,8 +52,9 @@ from attnbook.grading.engine import Part
 from attnbook.grading.errors import CheckFailed
 
 from . import _cgroups, earlier, sandbox
-from ._remote import Worker, WorkerGone
-from .plan import Cell, Step
+from ._remote import CellsFailed, Report, Worker, WorkerGone
+from .notes import Note, unique
+from .plan import Cell, Step, Test
 from .records import PartRecord
 
 PACKAGE = Path(importlib.import_module("attnbook").__path__[0])  # the folder of its __init__.py
@@ -237,34 +238,6 @@ def score_test_cell(calls: Iterable[TestCall], objects: Mapping[str, object], ma
     return (max_score if value is None else min(max(float(value), 0.0), max_score)), ""
 
 
-def judge_part(worker: Worker, cells: list[str], calls: tuple[TestCall, ...], max_score: float) -> Result:
-    """Grade one test cell: start its part in the worker, run its calls here on proxies.
-
-    What the checks print is the part's feedback, up to ``ATTNBOOK_GRADING_OUTPUT_CHARS`` characters.
-    """
-    forbidden = tuple(sorted({name for c in calls for name in c.check.forbidden}))
-    kernels = sorted({k for c in calls for k in c.check.kernels})
-    names = sorted({n for c in calls for n in c.names})
-    out = Capped(int(sandbox.limits()["output_chars"]))
-    score = 0.0
-    with contextlib.redirect_stdout(out):
-        try:
-            students = worker.start_part(package_sources(forbidden), cells, names, kernels,
-                                         [f for f in forbidden if not f.startswith("attnbook.")])
-            score, failure = score_test_cell(calls, students, max_score)
-            if failure:
-                print(failure)
-        except WorkerGone as gone:
-            worker.statuses.append(str(gone))
-            print(f"This part could not be graded: {gone}.")
-        except Exception as err:  # a check that cannot handle what came back: this part only
-            worker.statuses.append("review: the checker failed on a part")
-            print(f"The checker could not handle what your code returned ({type(err).__name__}).")
-        finally:
-            worker.end_part()
-    return Result(round(score, 2), float(max_score), out.getvalue().strip())
-
-
 def open_worker(workdir: Path, hidden: list[Path], group: _cgroups.Cgroup | None = None) -> Worker:
     """A worker (not yet started) for the sandbox folder ``workdir``, with ``hidden`` out of its sight,
     in the control group ``group`` (see :func:`sandbox.new_cgroup`) when there is one."""
@@ -280,109 +253,164 @@ def open_worker(workdir: Path, hidden: list[Path], group: _cgroups.Cgroup | None
 
 FAILED_CELLS = ("This part could not be graded: the notebook's cells before it {} for an earlier part, "
                 "so they were not run again.")
-
-
-def failed_before(worker: Worker, cells: list[str]) -> str | None:
-    """The feedback of a part whose ``cells`` begin with the cells that already failed before a part began
-    (ran out of time, or ended the worker); None for any other part.
-
-    Those cells would fail again: a notebook that hangs, or kills the worker, in its third cell costs one
-    part's time, not one per later part.
-
-    >>> worker = Worker(["python"], cwd=".", env={}, part_timeout=120.0)  # not started
-    >>> worker.failed_cells = (["x = 1", "while True: pass"], "ran past the time limit (120 s)")
-    >>> print(failed_before(worker, ["x = 1", "while True: pass", "y = x"]))  # doctest: +NORMALIZE_WHITESPACE
-    This part could not be graded: the notebook's cells before it ran past the time limit (120 s)
-    for an earlier part, so they were not run again.
-    >>> print(failed_before(worker, ["x = 1"]))
-    None
-    """
-    if worker.failed_cells is None:
-        return None
-    failed, how = worker.failed_cells
-    return FAILED_CELLS.format(how) if cells[:len(failed)] == failed else None
-
-
 OUT_OF_TIME = "This part could not be graded: the submission ran past its time budget ({:g} s) before it began."
 GRADING_ERROR = "This part could not be graded: the grader failed on it. Your instructor has been told."
-STATUSES_KEPT = 20  # a submission's status notes (each is short; see _remote._names)
 
 
-def regrade(worker: Worker, plan: list[Step], found: list[earlier.Graded], k: int, results: dict[str, Result],
-            cells: list[str]) -> Result:
-    """Part ``found[k]`` judged again with the earlier parts below full that its code runs replaced by the
-    solution's (:mod:`.earlier`), when that scores more than ``results``' first grade; else the first grade.
+class Judgement:
+    """One submission's judging in one worker: its deadline, its notes, the forbidden references its code
+    reached, and the cells that failed before a part began (ran out of time, or ended the worker).
 
-    Not tried for a part that scored full, whose ``cells`` ran out of time, or once the submission's time is
-    spent. What the student's code raises or warns in the second run is not shown (the solution's code is in
-    it); its statuses are kept only when its grade is.
+    The worker is its process only: each part's :class:`._remote.Report` comes back from
+    :meth:`Worker.end_part` and is kept here. A quiet run (a part judged again with earlier parts
+    replaced, :meth:`regrade`) keeps its report only when its grade is kept.
+
+    >>> judgement = Judgement(Worker(["python"], cwd=".", env={}, part_timeout=120.0), budget=600)  # not started
+    >>> judgement.failed = (["x = 1", "while True: pass"], "ran past the time limit (120 s)")
+    >>> print(judgement.failed_before(["x = 1", "while True: pass", "y = x"]))  # doctest: +NORMALIZE_WHITESPACE
+    This part could not be graded: the notebook's cells before it ran past the time limit (120 s)
+    for an earlier part, so they were not run again.
+    >>> print(judgement.failed_before(["x = 1"]))
+    None
     """
-    part, first = found[k], results[found[k].grade_id]
-    below = {p.number for p in found[:k] if results[p.grade_id].score < results[p.grade_id].max_score}
-    rerun, swapped = earlier.rerun_cells(plan, found, k, below) if first.score < first.max_score else ([], [])
-    if not rerun or failed_before(worker, cells) or time.monotonic() >= worker.end_by:
-        return first
-    statuses, failed = list(worker.statuses), worker.failed_cells
-    worker.quiet = True
-    try:
-        second = judge_part(worker, rerun, parse_test_cell(part.source), first.max_score)
-    finally:
-        worker.quiet, worker.failed_cells = False, failed
-    if second.score <= first.score:
-        worker.statuses[:] = statuses
-        return first
-    note = earlier.note(part.number, swapped, full=second.score == second.max_score)
-    return Result(second.score, second.max_score, f"{note}\n{second.message}")
+
+    def __init__(self, worker: Worker, budget: float):
+        self.worker, self.budget = worker, budget
+        self.end_by = time.monotonic() + budget  # no part runs past it
+        self.notes: list[Note] = []
+        self.called: set[str] = set()
+        self.failed: tuple[list[str], str] | None = None
+
+    def keep(self, report: Report) -> None:
+        """Add what a part (or a close of the worker) reached to the submission's."""
+        self.notes += report.notes
+        self.called |= report.called
+
+    def failed_before(self, cells: list[str]) -> str | None:
+        """The feedback of a part whose ``cells`` begin with the cells that already failed before a part
+        began; None for any other part. Those cells would fail again: a notebook that hangs, or kills the
+        worker, in its third cell costs one part's time, not one per later part."""
+        if self.failed is None:
+            return None
+        failed, how = self.failed
+        return FAILED_CELLS.format(how) if cells[:len(failed)] == failed else None
+
+    def part(self, cells: list[str], calls: tuple[TestCall, ...], max_score: float, *,
+             quiet: bool = False) -> tuple[Result, Report]:
+        """Grade one test cell: start its part in the worker, run its calls here on proxies; the result and
+        what the part reached (not yet kept: :meth:`keep`).
+
+        What the checks print is the part's feedback, up to ``ATTNBOOK_GRADING_OUTPUT_CHARS`` characters.
+        """
+        forbidden = tuple(sorted({name for c in calls for name in c.check.forbidden}))
+        kernels = sorted({k for c in calls for k in c.check.kernels})
+        in_calls = sorted({n for c in calls for n in c.check.refused_in_calls})
+        names = sorted({n for c in calls for n in c.names})
+        out = Capped(int(sandbox.limits()["output_chars"]))
+        score, notes = 0.0, []
+        with contextlib.redirect_stdout(out):
+            try:
+                students = self.worker.start_part(package_sources(forbidden), cells, names, kernels,
+                                                  [f for f in forbidden if not f.startswith("attnbook.")],
+                                                  in_calls=in_calls, end_by=self.end_by, quiet=quiet)
+                score, failure = score_test_cell(calls, students, max_score)
+                if failure:
+                    print(failure)
+            except WorkerGone as gone:
+                if isinstance(gone, CellsFailed) and not quiet:
+                    self.failed = (list(cells), gone.how)
+                notes.append(Note("limit", str(gone)))
+                print(f"This part could not be graded: {gone}.")
+            except Exception as err:  # a check that cannot handle what came back: this part only
+                notes.append(Note("review", "the checker failed on a part"))
+                print(f"The checker could not handle what your code returned ({type(err).__name__}).")
+            finally:
+                report = self.worker.end_part()
+        report.notes[:0] = notes
+        return Result(round(score, 2), float(max_score), out.getvalue().strip()), report
+
+    def regrade(self, plan: list[Step], found: list[earlier.Graded], k: int, results: dict[str, Result],
+                cells: list[str]) -> Result:
+        """Part ``found[k]`` judged again with the earlier parts below full that its code runs replaced by
+        the solution's (:mod:`.earlier`), when that scores more than ``results``' first grade; else the
+        first grade.
+
+        Not tried for a part that scored full, whose ``cells`` ran out of time, or once the submission's
+        time is spent. What the student's code raises or warns in the second run is not shown (the
+        solution's code is in it); its notes are kept only when its grade is.
+        """
+        part, first = found[k], results[found[k].grade_id]
+        below = {p.number for p in found[:k] if results[p.grade_id].score < results[p.grade_id].max_score}
+        rerun, swapped = earlier.rerun_cells(plan, found, k, below) if first.score < first.max_score else ([], [])
+        if not rerun or self.failed_before(cells) or time.monotonic() >= self.end_by:
+            return first
+        second, report = self.part(rerun, parse_test_cell(part.source), first.max_score, quiet=True)
+        self.called |= report.called  # whatever the grade: the student's code reached them
+        if second.score <= first.score:
+            return first
+        self.notes += report.notes
+        note = earlier.note(part.number, swapped, full=second.score == second.max_score)
+        return Result(second.score, second.max_score, f"{note}\n{second.message}")
+
+    def step(self, test: Test, cells: list[str], plan: list[Step], found: list[earlier.Graded], k: int,
+             results: dict[str, Result], log: list[str] | None) -> Result:
+        """The grade of the test cell ``test`` (the ``k``-th part of ``found``), whose ``cells`` come before
+        it: not run once the submission's time is spent or when its cells failed before; the grader's own
+        failure costs this part only (its traceback appended to ``log``)."""
+        if time.monotonic() >= self.end_by:
+            self.notes.append(Note("limit", f"time limit exceeded (the whole submission, {self.budget:g} s)"))
+            return Result(0.0, float(test.points), OUT_OF_TIME.format(self.budget))
+        if failed := self.failed_before(cells):
+            return Result(0.0, float(test.points), failed)
+        try:
+            results[test.grade_id], report = self.part(list(cells), parse_test_cell(test.source), test.points)
+            self.keep(report)
+            return self.regrade(plan, found, k, results, cells)
+        except Exception as err:  # the grader's own failure: this part only
+            self.worker.close()
+            self.keep(self.worker.take_report())
+            self.notes.append(Note("grading_error", f"part {test.grade_id} ({type(err).__name__})"))
+            if log is not None:
+                log.append(f"part {test.grade_id}:\n{traceback.format_exc()}")
+            return Result(0.0, float(test.points), GRADING_ERROR)
+
+    def outcome(self) -> list[Note]:
+        """The submission's notes: each once, and the forbidden references its code reached."""
+        reached = sorted(self.called)[:5]
+        return unique(self.notes) + ([Note("review", f"calls a forbidden reference ({', '.join(reached)})")]
+                                     if reached else [])
 
 
 def grade_cells(plan: list[Step], hidden: list[Path],
-                log: list[str] | None = None) -> tuple[dict[str, Result], list[str]]:
+                log: list[str] | None = None) -> tuple[dict[str, Result], list[Note]]:
     """Grade a submission given as ``plan`` (:mod:`.plan`: its cells and test cells, in order).
 
-    Returns grade_id -> :class:`Result` and the status notes. A part whose cells begin with cells that
-    ran out of time or ended the worker for an earlier part is not run: it scores 0 and says why
-    (:func:`failed_before`);
-    so do the parts left when the submission's time budget (``ATTNBOOK_GRADING_SUBMISSION_SECONDS``) is
-    spent, and no part runs past it. A part the grader itself fails on scores 0 with a "grading error"
-    status (its traceback appended to ``log``), and the others are graded. A part below full that runs the
-    student's earlier parts below full may be judged again with those replaced (:func:`regrade`). The
-    sandbox's folder and cgroup are removed whatever happens.
+    Returns grade_id -> :class:`Result` and the notes. A part whose cells begin with cells that ran out of
+    time or ended the worker for an earlier part is not run: it scores 0 and says why
+    (:meth:`Judgement.failed_before`); so do the parts left when the submission's time budget
+    (``ATTNBOOK_GRADING_SUBMISSION_SECONDS``) is spent, and no part runs past it. A part the grader itself
+    fails on scores 0 with a ``grading_error`` note (its traceback appended to ``log``), and the others are
+    graded. A part below full that runs the student's earlier parts below full may be judged again with
+    those replaced (:meth:`Judgement.regrade`). The sandbox's folder and cgroup are removed whatever happens.
     """
     found = earlier.parts(plan, checked_names)
     number = {part.grade_id: k for k, part in enumerate(found)}
-    budget = sandbox.limits()["submission_seconds"]
     workdir, group = sandbox.workdir(), sandbox.new_cgroup()
-    worker = open_worker(workdir, hidden, group)
-    worker.end_by = time.monotonic() + budget
-    results, cells = {}, []
+    judgement = Judgement(open_worker(workdir, hidden, group), sandbox.limits()["submission_seconds"])
+    results: dict[str, Result] = {}
+    cells: list[str] = []
     try:
         for step in plan:
             if isinstance(step, Cell):
                 cells.append(step.source)
-                continue
-            grade_id, source, points = step.grade_id, step.source, step.points
-            if time.monotonic() >= worker.end_by:
-                worker.statuses.append(f"time limit exceeded (the whole submission, {budget:g} s)")
-                results[grade_id] = Result(0.0, float(points), OUT_OF_TIME.format(budget))
-            elif failed := failed_before(worker, cells):
-                results[grade_id] = Result(0.0, float(points), failed)
             else:
-                try:
-                    results[grade_id] = judge_part(worker, list(cells), parse_test_cell(source), points)
-                    results[grade_id] = regrade(worker, plan, found, number[grade_id], results, cells)
-                except Exception as err:  # the grader's own failure: this part only
-                    worker.close()
-                    worker.statuses.append(f"grading error: part {grade_id} ({type(err).__name__})")
-                    results[grade_id] = Result(0.0, float(points), GRADING_ERROR)
-                    if log is not None:
-                        log.append(f"part {grade_id}:\n{traceback.format_exc()}")
+                results[step.grade_id] = judgement.step(step, cells, plan, found, number[step.grade_id],
+                                                        results, log)
     finally:
-        worker.close()
+        judgement.worker.close()
+        judgement.keep(judgement.worker.take_report())
         if group is not None and not group.remove():
-            worker.statuses.append("review: the sandbox's cgroup could not be removed")
+            judgement.notes.append(Note("review", "the sandbox's cgroup could not be removed"))
         if not sandbox.remove_tree(workdir):
-            worker.statuses.append(f"review: the sandbox folder {workdir} could not be removed")
-    statuses = list(dict.fromkeys(worker.statuses))[:STATUSES_KEPT]
-    if worker.called:
-        statuses.append(f"review: calls a forbidden reference ({', '.join(sorted(worker.called)[:5])})")
-    return results, statuses
+            judgement.notes.append(Note("review", f"the sandbox folder {workdir} could not be removed"))
+    return results, judgement.outcome()

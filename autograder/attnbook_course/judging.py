@@ -17,23 +17,24 @@ from typing import TYPE_CHECKING, cast
 
 from . import intake, submission
 from .nbgrader_run import Nbgrader
+from .notes import Note
 from .records import SubmissionRecord
 
 if TYPE_CHECKING:
     from .pool import Failure
 
-STATUS_CHARS = 200  # of the message in a grading error's status (the traceback goes to the log)
+STATUS_CHARS = 200  # of the message in a grading error's note (the traceback goes to the log)
 
 
 def grade_one(job: tuple[str, str, str]) -> SubmissionRecord:
     """Grade one submission (in a judge process of its own); returns its results, never raises.
 
     Whatever fails while grading it (reading, planning, judging) is this submission's ``grading error``:
-    its status names the step, the traceback goes to ``log`` for the grading log, and every part that was
+    its note names the step, the traceback goes to ``log`` for the grading log, and every part that was
     not graded scores 0.
     """
     student, assignment, state = job
-    result: SubmissionRecord = {"student": student, "assignment": assignment, "status": "ok", "parts": {}}
+    result: SubmissionRecord = {"student": student, "assignment": assignment, "notes": [], "parts": {}}
     step = "reading the notebook"
     try:
         import torch
@@ -41,17 +42,17 @@ def grade_one(job: tuple[str, str, str]) -> SubmissionRecord:
         from . import judge
 
         torch.set_num_threads(1)  # the checks' tensors are small: parallel judges, not threads, use the cores
-        nb, statuses = intake.read_submission(Path(state) / "submitted" / student / assignment,
-                                              submission.read_submission)
+        nb, notes = intake.read_submission(Path(state) / "submitted" / student / assignment,
+                                           submission.read_submission)
         log: list[str] = []
         if nb is not None:
             step = "planning"
             steps, planned = submission.plan(submission.source(assignment), submission.released(assignment), nb)
             step = "judging"
-            results, notes = judge.grade_cells(steps, hidden=submission.hidden(Path(state)), log=log)
-            statuses += planned + notes + [f"review: {f}" for f in submission.flags(nb)]
+            results, judged = judge.grade_cells(steps, hidden=submission.hidden(Path(state)), log=log)
+            notes += planned + judged + [Note("review", f) for f in submission.flags(nb)]
             result["parts"] = {gid: r.record() for gid, r in results.items()}
-        result["status"] = "; ".join(statuses) or "ok"
+        result["notes"] = [n.record() for n in notes]
         if log:
             result["log"] = "\n".join(log)
     except Exception as err:  # this submission's failure, not the class's
@@ -71,13 +72,12 @@ def judge_failed(job: tuple[str, str, str], failure: Failure) -> SubmissionRecor
     """The result of a submission whose judge process died or ran out of time: 0 everywhere, and why."""
     student, assignment, _ = job
     return complete({"student": student, "assignment": assignment, "parts": {}, "log": failure.log,
-                     "status": f"grading error: {failure.why}"})
+                     "notes": [Note("grading_error", failure.why).record()]})
 
 
 def grading_error(result: SubmissionRecord, step: str, err: BaseException) -> None:
-    """Note in ``result`` that ``step`` failed for it: in its status, and the traceback in its log."""
-    note = f"grading error: {step} ({type(err).__name__}: {str(err)[:STATUS_CHARS]})"
-    result["status"] = note if result["status"] == "ok" else f"{result['status']}; {note}"
+    """Note in ``result`` that ``step`` failed for it: a ``grading_error`` note, and the traceback in its log."""
+    result["notes"].append(Note("grading_error", f"{step} ({type(err).__name__}: {str(err)[:STATUS_CHARS]})").record())
     result["log"] = result.get("log", "") + f"{step}:\n{traceback.format_exc()}"
 
 

@@ -51,6 +51,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from .notes import Note
 from .records import Lateness, SubmissionRecord
 
 DEADLINES = "deadlines.csv"
@@ -565,8 +566,7 @@ def apply(results: list[SubmissionRecord], state: Path, db_url: str,
             result["late"] = lateness(result, state, deadlines, recorded)
         except ValueError as err:
             result["late"] = {"submitted": None, "due": None, "hours_late": 0.0, "penalty": 0.0, "policy": ""}
-            note = f"review: {err}"
-            result["status"] = note if result["status"] == "ok" else f"{result['status']}; {note}"
+            result["notes"].append(Note("review", str(err)).record())
     due = {}
     for assignment in {r["assignment"] for r in results}:
         if when := rule(deadlines, assignment, "").due:

@@ -2,13 +2,13 @@
 
 A judge process returns a :class:`SubmissionRecord` (``judging.py``:
 ``grade_one``), one :class:`PartRecord` per graded cell (a
-:class:`.judge.Result` as JSON); ``late.py`` adds its
-:class:`Lateness`; ``results/<student>/<assignment>.json`` keeps it, and the
+:class:`.judge.Result` as JSON) and its notes as data (:mod:`.notes`, never
+prose); ``late.py`` adds its :class:`Lateness`; ``results/<student>/<assignment>.json`` keeps it, and the
 gradebook (``recording.py``), the feedback (``feedback_notebook.py``),
 ``grades.csv`` (``classgrade.py``), the cache of earlier grades
 (``gradecache.py``), the shards (``shards.py``) and the report read it.
 
->>> record: SubmissionRecord = {"student": "ada", "assignment": "01-rnn-attention", "status": "ok",
+>>> record: SubmissionRecord = {"student": "ada", "assignment": "01-rnn-attention", "notes": [],
 ...     "parts": {"luong_scores": {"score": 1.5, "max_score": 2.0, "message": "one case of four failed"}}}
 >>> sum(part["score"] for part in record["parts"].values()), "late" in record
 (1.5, False)
@@ -17,6 +17,8 @@ gradebook (``recording.py``), the feedback (``feedback_notebook.py``),
 from __future__ import annotations
 
 from typing import TypedDict
+
+from .notes import NoteRecord
 
 
 class PartRecord(TypedDict):
@@ -44,10 +46,11 @@ class _Added(TypedDict, total=False):
 
 
 class SubmissionRecord(_Added):
-    """One submission's grade: whose, which assignment, its status notes ("ok", or "; "-joined notes),
-    and a part for every graded cell of its assignment."""
+    """One submission's grade: whose, which assignment, its notes (:class:`.notes.Note` as JSON: the
+    ``status`` column and the feedback's notice are rendered from them), and a part for every graded cell
+    of its assignment."""
 
     student: str
     assignment: str
-    status: str
+    notes: list[NoteRecord]
     parts: dict[str, PartRecord]

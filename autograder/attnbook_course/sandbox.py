@@ -127,7 +127,8 @@ def worker_command(workdir: Path, hidden: list[Path], python: str = sys.executab
     grading state, home folders and other checkouts are simply not there), and
     of that, not the ``hidden`` folders (attnbook's own source, when it is
     installed inside the environment). It can write only to ``/tmp`` and
-    ``/dev/shm``, memory of a fixed size; ``workdir`` itself is read-only to it.
+    ``/dev/shm``, memory of a fixed size, which its host empties before each part
+    (``_wire.SCRATCH_FLAG``); ``workdir`` itself is read-only to it.
     """
     if isolation() == "none":
         return [python, "-I", str(workdir / "_worker.py")], str(workdir)
@@ -149,7 +150,8 @@ def worker_command(workdir: Path, hidden: list[Path], python: str = sys.executab
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", "/tmp",
             "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "IPYTHONDIR", "/tmp/.ipython",
             "--remount-ro", "/dev", "--remount-ro", "/",
-            "--", python, "-I", f"{WORKER}/_worker.py", _wire.PROCESSES_FLAG, str(int(limits()["processes"]))]
+            "--", python, "-I", f"{WORKER}/_worker.py", _wire.SCRATCH_FLAG,
+            _wire.PROCESSES_FLAG, str(int(limits()["processes"]))]
     return cmd, "/"
 
 

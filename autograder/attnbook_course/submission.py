@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from . import review
 from .nbgrader_run import CHAPTERS, MAX_NOTEBOOK, NOTEBOOK, ROOT, SOLUTIONS
+from .notes import Note
 from .plan import Cell, Step, Test
 
 if TYPE_CHECKING:
@@ -55,14 +56,14 @@ def flags(nb: NotebookNode) -> list[str]:
                          if c.cell_type == "code" and (nbgrader_meta(c).get("solution") or not grade_id(c))])
 
 
-def plan(source: NotebookNode, released: NotebookNode, submitted: NotebookNode) -> tuple[list[Step], list[str]]:
+def plan(source: NotebookNode, released: NotebookNode, submitted: NotebookNode) -> tuple[list[Step], list[Note]]:
     """What the judge runs, in order (:mod:`attnbook_course.plan`): the source's cells with the student's
     answers in them.
 
     Answer cells come from the submission (the released stub if it lost one)
     with the source's answer beside them, locked cells and test cells from the
     source, and the cells the student added after the labelled cell they follow.
-    Also returns the status notes (an edited or deleted test cell).
+    Also returns the notes (an edited or deleted test cell).
     """
     theirs = {grade_id(c): c for c in submitted.cells if grade_id(c)}
     stubs = {grade_id(c): c for c in released.cells if grade_id(c)}
@@ -74,12 +75,12 @@ def plan(source: NotebookNode, released: NotebookNode, submitted: NotebookNode) 
         elif cell.cell_type == "code":
             added.setdefault(previous, []).append(cell.source)
     steps: list[Step] = [Cell(s, own=True) for s in added.get(None, [])]
-    notes = []
+    notes: list[Note] = []
     for cell in source.cells:
         gid, meta = grade_id(cell), nbgrader_meta(cell)
         if cell.cell_type == "code" and meta.get("grade") and gid:
             if gid not in theirs or theirs[gid].source != stubs[gid].source:
-                notes.append(f"review: test cell edited or deleted ({gid}); graded with the original")
+                notes.append(Note("test_cell_edited", gid))
             steps.append(Test(gid, cell.source, float(meta["points"])))
         elif cell.cell_type == "code" and meta.get("solution"):
             steps.append(Cell((theirs.get(gid) or stubs[gid]).source, own=True, solution=cell.source))
@@ -89,23 +90,24 @@ def plan(source: NotebookNode, released: NotebookNode, submitted: NotebookNode) 
     return steps, notes
 
 
-def read_submission(path: Path) -> tuple[NotebookNode | None, str | None]:
-    """(notebook or None, status): a missing, unreadable or malformed notebook is reported, never fatal."""
+def read_submission(path: Path) -> tuple[NotebookNode | None, Note | None]:
+    """(notebook or None, why not): a missing, unreadable or malformed notebook is reported, never fatal."""
     import nbformat  # here: it takes seconds to import, and the CLI's other commands need it not
 
     if not path.exists():
-        return None, "not graded: notebook missing"
+        return None, Note("missing", "")
     if path.stat().st_size > MAX_NOTEBOOK:
-        return None, f"not graded: notebook of {path.stat().st_size / 2**20:.0f} MiB (at most {MAX_NOTEBOOK >> 20})"
+        size = f"{path.stat().st_size / 2**20:.0f} MiB"
+        return None, Note("not_graded", f"notebook of {size} (at most {MAX_NOTEBOOK >> 20})")
     try:
         nb = nbformat.reads(path.read_text(errors="replace"), as_version=4)
     except Exception:  # any malformed file
-        return None, "not graded: notebook is not valid JSON"
+        return None, Note("not_graded", "notebook is not valid JSON")
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list) or not all(
             isinstance(c, dict) and isinstance(c.get("source"), str) and c.get("cell_type") in CELL_TYPES
             for c in cells):
-        return None, "not graded: the notebook's cells are malformed"
+        return None, Note("not_graded", "the notebook's cells are malformed")
     return nb, None
 
 

@@ -8,9 +8,20 @@ import torch
 
 from .errors import CheckFailed
 
+NUMBER_RTOL = 1e-6  # a number (a count, a cost, a loss) agrees to one part in a million: float32 holds that
+
 
 def _tolerance(dtype: torch.dtype) -> float:
     return 1e-9 if dtype == torch.float64 else 1e-4
+
+
+def same_number(a: float, b: float) -> bool:
+    """Whether two numbers agree to :data:`NUMBER_RTOL` (a float32 answer does), or both are near 0.
+
+    >>> same_number(0.1, float(torch.tensor(0.1))), same_number(1.0, 1.001)
+    (True, False)
+    """
+    return math.isclose(a, b, rel_tol=NUMBER_RTOL, abs_tol=1e-9)
 
 
 def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:

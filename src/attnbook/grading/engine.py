@@ -122,6 +122,9 @@ class Part:
     check: Callable[..., Callable[..., None]]  # check(*students) -> check_one(*case arguments)
     forbidden: tuple[str, ...] = ()  # attnbook and torch names the student's code may not reach
     kernels: tuple[str, ...] = ()  # aten operators refused too (torch's own fused kernels)
+    # Names refused only while the student's functions run, not in the notebook's cells: a model the provided
+    # cells build, which a count "by reasoning" may not build (on the meta device or anywhere) and measure.
+    refused_in_calls: tuple[str, ...] = ()
     own_hidden: tuple[Case, ...] | None = None  # hidden cases given here (a test's part); None: the instructor's
 
     @property
@@ -137,7 +140,7 @@ class Part:
         return cases
 
     def __call__(self, *students: object, points: float | None = None) -> float | None:
-        token = REFUSED.set((self.forbidden, self.kernels))
+        token = REFUSED.set((self.forbidden + self.refused_in_calls, self.kernels))
         try:
             cases = self.visible
             if points is not None:

@@ -18,10 +18,12 @@ attnbook.grading.errors.CheckFailed: for V = 30522, 14.9 is in bits (log base 2)
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
 import torch
 
+from .._compare import same_number
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
@@ -42,13 +44,13 @@ def _number(value: object) -> float:
     """The student's answer as a float: an int, a float or a one-element tensor."""
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.dtype.is_complex:
         return float(value.detach().reshape(()).item())
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return float(value)
     raise CheckFailed(f"{WHAT} should return a number (a float, the loss in nats), got {type(value).__name__}")
 
 
 def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-7)
+    return same_number(a, b)
 
 
 def _mistakes(V: int, p: float) -> list[tuple[str, float]]:

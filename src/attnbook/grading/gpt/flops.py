@@ -105,9 +105,12 @@ def _check(fn: Callable) -> Callable:
     return check
 
 
-# The reference, and torch's counter, which would measure a GPT built with these sizes. The model and its method
-# estimate_flops_per_token cannot be refused (Parts 6 and 7's provided cells build a GPT, and a method is no name
-# the worker can stub); the statement asks for a count by reasoning.
+# The reference, and torch's counter, which would measure a GPT built with these sizes. The statement asks for a
+# count by reasoning: while the student's function runs, no model is built either (the package's GPT, on the meta
+# device or anywhere, with its estimate_flops_per_token, or any model made of layers), though Parts 6 and 7's
+# provided cells build one before it.
 FORBIDDEN = ("attnbook.gpt.model.forward_flops", "torch.utils.flop_counter.FlopCounterMode")
+BUILT = ("attnbook.gpt.model.GPT", "torch.nn.Linear", "torch.nn.Embedding", "torch.nn.LayerNorm")
 
-check_forward_flops = Part(name="check_forward_flops", visible=VISIBLE, check=_check, forbidden=FORBIDDEN)
+check_forward_flops = Part(name="check_forward_flops", visible=VISIBLE, check=_check, forbidden=FORBIDDEN,
+                           refused_in_calls=BUILT)

@@ -99,9 +99,11 @@ def _check(fn: Callable) -> Callable:
     return check
 
 
-# The counters of attnbook.runtime would do the whole job on a built model. The model itself (attnbook.gpt.GPT and
-# its Block, MLP, CausalSelfAttention) cannot be refused: the worker runs the notebook's cells before the part
-# under its refusals, and Part 6's provided cell builds a GPT; the statement asks for a count by reasoning.
+# The counters of attnbook.runtime would do the whole job on a built model. The statement asks for a count by
+# reasoning: while the student's function runs, no model is built either (the package's GPT, on the meta device
+# or anywhere, or any model made of layers), though Part 6's provided cell builds one before it.
 FORBIDDEN = ("attnbook.runtime.count_parameters", "attnbook.runtime.count_parameters_on_meta")
+BUILT = ("attnbook.gpt.model.GPT", "torch.nn.Linear", "torch.nn.Embedding", "torch.nn.LayerNorm")
 
-check_gpt_params = Part(name="check_gpt_params", visible=VISIBLE, check=_check, forbidden=FORBIDDEN)
+check_gpt_params = Part(name="check_gpt_params", visible=VISIBLE, check=_check, forbidden=FORBIDDEN,
+                        refused_in_calls=BUILT)

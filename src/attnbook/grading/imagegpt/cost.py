@@ -11,8 +11,10 @@ bytes per value ignored.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
+from .._compare import same_number
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
@@ -42,7 +44,7 @@ def _check(sequence_cost: Callable) -> Callable:
         want = IG.sequence_cost(side, **kwargs)
         for key in _KEYS:
             value = got[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
                 raise CheckFailed(f"{key} should be a number, got {type(value).__name__}")
         if got["tokens"] != want["tokens"]:
             if side > 1 and got["tokens"] == side:
@@ -53,14 +55,14 @@ def _check(sequence_cost: Callable) -> Callable:
                 raise CheckFailed("attention_entries grows like the tokens: every token attends to every token, "
                                   "so one head's matrix has tokens**2 entries")
             raise CheckFailed("attention_entries is not the size of one head's tokens x tokens matrix")
-        if not math.isclose(got["attention_mib"], want["attention_mib"], rel_tol=1e-9):
+        if not same_number(got["attention_mib"], want["attention_mib"]):
             n_head, nbytes = kwargs.get("n_head", 1), kwargs.get("bytes_per_value", 4)
             entries = want["attention_entries"]
-            if math.isclose(got["attention_mib"], entries * n_head * nbytes / 1e6, rel_tol=1e-9):
+            if same_number(got["attention_mib"], entries * n_head * nbytes / 1e6):
                 raise CheckFailed("attention_mib divides by 10**6: a MiB is 2**20 bytes")
-            if n_head > 1 and math.isclose(got["attention_mib"], entries * nbytes / 2**20, rel_tol=1e-9):
+            if n_head > 1 and same_number(got["attention_mib"], entries * nbytes / 2**20):
                 raise CheckFailed("attention_mib ignores n_head: every head has its own attention matrix")
-            if nbytes != 4 and math.isclose(got["attention_mib"], entries * n_head * 4 / 2**20, rel_tol=1e-9):
+            if nbytes != 4 and same_number(got["attention_mib"], entries * n_head * 4 / 2**20):
                 raise CheckFailed("attention_mib ignores bytes_per_value (it assumes 4-byte floats)")
             raise CheckFailed("attention_mib is not entries x heads x bytes per value, in MiB (2**20 bytes)")
 

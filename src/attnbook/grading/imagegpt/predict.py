@@ -12,8 +12,10 @@ per dimension, an image of ``height`` pixels only, three channels per pixel.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
+from .._compare import same_number
 from .._core import run_student
 from ..engine import Case, Part
 from ..errors import CheckFailed
@@ -37,13 +39,13 @@ VISIBLE = (
 
 def _number(got: dict, key: str) -> float:
     value = got[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise CheckFailed(f"{key} should be a number (a Python float), got {type(value).__name__}")
     return float(value)
 
 
 def _same(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return same_number(a, b)
 
 
 def _check(uniform_bits: Callable) -> Callable:

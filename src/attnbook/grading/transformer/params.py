@@ -100,4 +100,6 @@ check_encoder_block_params = Part(
     ),
     check=_check,
     forbidden=("attnbook.transformer_blocks.encoder_block_parameters",),
+    # "not by building a module": no block (the package's, the student's or torch's) is built while it runs
+    refused_in_calls=("attnbook.transformer_blocks.EncoderBlock", "torch.nn.Linear", "torch.nn.LayerNorm"),
 )
