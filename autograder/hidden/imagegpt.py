@@ -54,15 +54,14 @@ HIDDEN = {
     # The reasoning parts: one case per question, the right letter and what every option means.
     "check_design_answers": (
         Case("channels", reasoning.key(
-            "channels", "c",
+            "channels", "d",
             a="a pixel as three tokens makes the sequence three times longer: 3,072 tokens, not 1,024",
-            b="the tokens grow 3 times, but attention compares every token with every token: 3,072 squared "
-              "is 9 times 1,024 squared",
-            c="3,072 tokens instead of 1,024 give 9 times the entries (T squared), for a softmax of 256 "
-              "scores instead of 512: the palette buys a short sequence with a wider softmax",
-            d="the three bytes are predicted one at a time, 256 values each: no token has 16.7 million "
-              "values, but there are three times as many tokens, and 9 times the attention",
-        )),
+            b="the tokens grow 3 times, but attention compares every token with every token: 3,072 squared is 9 "
+              "times 1,024 squared",
+            c="the three bytes are predicted one at a time, 256 values each: no token has 16.7 million values, "
+              "but there are three times as many tokens, and 9 times the attention",
+            d="3,072 tokens instead of 1,024 give 9 times the entries (T squared), for a softmax of 256 scores "
+              "instead of 512: the palette buys a short sequence with a wider softmax")),
         Case("typeb", reasoning.key(
             "typeb", "a",
             a="with the centre in the first layer the network reads the very pixel it predicts and learns to "
@@ -73,14 +72,13 @@ HIDDEN = {
             c="a type-B first layer sees more, not less: the centre, which is the answer itself",
         )),
         Case("probe", reasoning.key(
-            "probe", "b",
+            "probe", "c",
             a="chance is not the baseline: a linear probe on random features, or on the raw pixels, already "
               "separates the digits far above 10 percent",
-            b="only the gap over the same network with random weights (and over the raw pixels) is what "
-              "next-pixel training added; here the raw pixels are hard to beat",
-            c="the training accuracy measures how well the probe fits its own images, not what the features "
+            b="the training accuracy measures how well the probe fits its own images, not what the features "
               "hold for new ones",
-        )),
+            c="only the gap over the same network with random weights (and over the raw pixels) is what "
+              "next-pixel training added; here the raw pixels are hard to beat")),
     ),
     "check_palette_reading": (
         Case("error", reasoning.key(
@@ -100,13 +98,12 @@ HIDDEN = {
             c="the steps shrink: each doubling buys less than the one before",
         )),
         Case("cost", reasoning.key(
-            "cost", "c",
+            "cost", "b",
             a="the tokens per image do not depend on K: one token per pixel, whatever the palette",
-            b="K is paid in the model: a score per colour at every pixel, and a row of the embedding per colour",
-            c="the right panel: the sequence stays at one token per pixel, while the softmax (and the "
+            b="the right panel: the sequence stays at one token per pixel, while the softmax (and the "
               "embedding) grows with K, and each colour is seen in fewer training pixels",
-            d="the palette changes each pixel's colour, never the number of pixels",
-        )),
+            c="K is paid in the model: a score per colour at every pixel, and a row of the embedding per colour",
+            d="the palette changes each pixel's colour, never the number of pixels")),
     ),
     "check_sequence_cost": (
         Case("iGPT's largest input, 64 x 64", cost._case(64), weight=2.0),

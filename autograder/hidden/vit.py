@@ -114,47 +114,48 @@ HIDDEN = {
     ),
     "check_vit_concepts": (
         Case("class_token", reasoning.key(
-            "class_token", "b",
+            "class_token", "c",
             a="no: the class token's embedding reads no pixel; before the first block it is the same learned "
               "vector (plus position 0) for every image",
-            b="right: it starts as one learned vector for every image and gathers the patches' information "
-              "by attending to them in every block; the head reads it after the last one",
-            c="no: nothing forces it to be the mean of the patch tokens; it is a token of its own that attends "
-              "to them with learned weights (mean pooling of the patches is another design, which some ViTs use)")),
+            b="no: nothing forces it to be the mean of the patch tokens; it is a token of its own that attends "
+              "to them with learned weights (mean pooling of the patches is another design, which some ViTs "
+              "use)",
+            c="right: it starts as one learned vector for every image and gathers the patches' information by "
+              "attending to them in every block; the head reads it after the last one")),
         Case("patch_size", reasoning.key(
-            "patch_size", "c",
-            a="no: halving P doubles the patches along each side, so N grows 4 times, not 2",
-            b="no: 4 times is the growth of N, the tokens; one attention map scores every pair of tokens, T^2",
-            c="right: N = (224/8)^2 = 784 instead of 196, 4 times the tokens, and one map holds T^2 scores: "
+            "patch_size", "a",
+            a="right: N = (224/8)^2 = 784 instead of 196, 4 times the tokens, and one map holds T^2 scores: "
               "785^2 / 197^2, about 16 times",
+            b="no: halving P doubles the patches along each side, so N grows 4 times, not 2",
+            c="no: 4 times is the growth of N, the tokens; one attention map scores every pair of tokens, T^2",
             d="no: the weights do not change with P except the patch embedding's input, but the sequence does, "
               "and attention's cost follows the sequence")),
         Case("mae_cost", reasoning.key(
-            "mae_cost", "c",
+            "mae_cost", "b",
             a="no: the encoder does not see the removed patches at all; only the light decoder gets mask tokens "
               "at every position",
-            b="no: the per-token parts (the MLP, the projections) shrink 4 times, but attention scores every "
-              "pair of tokens and shrinks about 16 times",
-            c="right: a quarter of the tokens: the per-token MLP and projections cost about a quarter, and "
-              "attention, T^2 scores, about a sixteenth")),
+            b="right: a quarter of the tokens: the per-token MLP and projections cost about a quarter, and "
+              "attention, T^2 scores, about a sixteenth",
+            c="no: the per-token parts (the MLP, the projections) shrink 4 times, but attention scores every "
+              "pair of tokens and shrinks about 16 times")),
     ),
     "check_position_ablation": (
         Case("zeroed", reasoning.key(
-            "zeroed", "b",
-            a="no: images with different patches still get different class tokens; only the same patches in "
-              "another arrangement are confused",
-            b="right: without positions self-attention is equivariant to a permutation of the tokens and the "
+            "zeroed", "a",
+            a="right: without positions self-attention is equivariant to a permutation of the tokens and the "
               "class token, which reads them all, is invariant: it sees which patches the image holds, not "
               "where",
+            b="no: images with different patches still get different class tokens; only the same patches in "
+              "another arrangement are confused",
             c="no: the same random weights give the solid line, and the class token does depend on the patches' "
               "contents; what it cannot see without positions is their order")),
         Case("rounding", reasoning.key(
-            "rounding", "a",
-            a="right: attention adds the same terms in another order, and float32 addition is not associative; "
-              "1e-7 is float32's relative precision",
-            b="no: the position embeddings are zeros in that model; nothing tells the tokens apart but their "
+            "rounding", "c",
+            a="no: the position embeddings are zeros in that model; nothing tells the tokens apart but their "
               "contents",
-            c="no: the shuffle moves whole patches and keeps every pixel inside each patch")),
+            b="no: the shuffle moves whole patches and keeps every pixel inside each patch",
+            c="right: attention adds the same terms in another order, and float32 addition is not associative; "
+              "1e-7 is float32's relative precision")),
         Case("positions", reasoning.key(
             "positions", "b",
             a="no: the solid line shows the opposite: with positions the class token changes when the patches "
