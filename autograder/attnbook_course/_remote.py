@@ -1,7 +1,7 @@
 """The judge's end of the worker: start it, hand it a part, call the student's objects through proxies.
 
 A :class:`Remote` stands in the judge for an object of the student's that
-lives in the worker; :mod:`._core` routes ``run_student`` and friends through
+lives in the worker; ``run_student`` and friends route through
 it, so the checks are the same code in the notebook and in the judge. What
 comes back is data; changes the student's code made to its arguments are
 copied back into the judge's arguments, and torch's random state travels both
@@ -29,7 +29,7 @@ from typing import IO, cast
 import torch
 
 from attnbook import settings
-from attnbook.grading._core import note_warnings, student_error
+from attnbook.grading.seam import note_warnings, student_error
 
 from . import _wire
 from .notes import Note

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnbook.grading import _refuse
 from attnbook.grading.engine import Part
 from attnbook.grading.errors import CheckFailed
+from attnbook.grading.seam import WORKER_KEEPS, stripped
 
 from . import _cgroups, earlier, sandbox
 from ._remote import CellsFailed, Report, Worker, WorkerGone
@@ -58,8 +58,6 @@ from .plan import Cell, Step, Test
 from .records import PartRecord
 
 PACKAGE = Path(importlib.import_module("attnbook").__path__[0])  # the folder of its __init__.py
-# What the worker's attnbook keeps of attnbook.grading: no check, no reference copy.
-_GRADING_KEPT = {"__init__.py", "errors.py", "fixtures.py"}
 
 
 @dataclass(frozen=True)
@@ -134,7 +132,7 @@ def defining_path(path: str) -> str:
 def package_sources(forbidden: tuple[str, ...]) -> tuple[dict, list]:
     """attnbook as the worker gets it for a part: (module name -> source, package names).
 
-    The attnbook names in ``forbidden`` are stubs where they are defined (:func:`._refuse.stripped`);
+    The attnbook names in ``forbidden`` are stubs where they are defined (:func:`.seam.stripped`);
     the worker refuses the others at run time.
     """
     by_module: dict[str, dict[str, str]] = {}
@@ -145,13 +143,13 @@ def package_sources(forbidden: tuple[str, ...]) -> tuple[dict, list]:
     sources, packages = {}, []
     for file in sorted(PACKAGE.rglob("*.py")):
         rel = file.relative_to(PACKAGE.parent).with_suffix("")
-        if rel.parts[1:2] == ("grading",) and (len(rel.parts) > 3 or file.name not in _GRADING_KEPT):
+        if rel.parts[1:2] == ("grading",) and (len(rel.parts) > 3 or file.name not in WORKER_KEEPS):
             continue
         name = ".".join(rel.parts[:-1] if file.name == "__init__.py" else rel.parts)
         if file.name == "__init__.py":
             packages.append(name)
         source = file.read_text()
-        sources[name] = _refuse.stripped(source, name, by_module.pop(name)) if name in by_module else source
+        sources[name] = stripped(source, name, by_module.pop(name)) if name in by_module else source
     if by_module:
         raise ValueError(f"forbidden names in unknown modules: {sorted(by_module)}")
     return sources, packages

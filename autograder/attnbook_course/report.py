@@ -45,7 +45,7 @@ from . import csvcells, nbgrader_run, similarity, submission
 
 ROOT = nbgrader_run.ROOT
 TOP = 5  # mistakes kept per part (the most frequent)
-# What a judge says of a function that still raises NotImplementedError (attnbook.grading._core.student_error).
+# What a judge says of a function that still raises NotImplementedError (attnbook.grading.seam.student_error).
 NOT_ATTEMPTED = "is not implemented yet"
 NOT_GRADED = "not graded"  # a part's message when its submission was not graded (judging.complete)
 OUTCOMES = ("full marks", "mistake", "not attempted", "not graded")

@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 from attnbook import settings
-from attnbook.grading import _cells, _refuse
+from attnbook.grading.seam import WORKER_FILES
 
 from . import _cgroups, _wire
 
@@ -165,7 +165,7 @@ def prepare(folder: Path) -> None:
     """Put the worker's four files in ``folder`` (nothing else of the course goes there)."""
     folder.mkdir(parents=True, exist_ok=True)
     worker = Path(__file__).with_name("_worker.py")  # a script, never imported here
-    for module in (worker, _wire.__file__, _refuse.__file__, _cells.__file__):
+    for module in (worker, _wire.__file__, *WORKER_FILES):
         shutil.copyfile(module, folder / Path(module).name)
     os.chmod(folder, 0o777 if isolation() == "none" else 0o755)  # without bubblewrap it is the worker's folder
 
