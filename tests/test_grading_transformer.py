@@ -323,6 +323,32 @@ def test_a_row_lookup_fails_and_every_product_passes(capsys):
         embeddings.check_embeddings(lambda ids, E: torch.nn.functional.embedding(ids, E), _tied)
 
 
+def test_a_lookup_that_multiplies_only_on_a_table_with_nan_fails_and_no_case_tells_the_probe():
+    """An answer that looks the rows up unless the table holds a NaN (the probe's mark) is caught on the
+    ordinary tables: each holds a -0.0 in a row that an id uses, which a lookup copies and a product turns
+    into 0.0, and another row a positive entry in that column (so the product's zero terms sum to +0.0)."""
+    def lookup_unless_nan(ids, E):
+        if E.isnan().any():
+            return torch.nn.functional.one_hot(ids, E.shape[0]).to(E.dtype) @ E
+        return E[ids]
+
+    def lookup_plus_zero(ids, E):  # copies no -0.0, but reads no row that no id uses
+        return E[ids] + 0.0
+
+    for answer in (lookup_unless_nan, lookup_plus_zero):
+        with pytest.raises(CheckFailed, match="looks up rows"):
+            embeddings.check_embeddings(answer, _tied)
+        assert embeddings.check_embeddings(answer, _tied, points=2) < 2.0
+    for case in embeddings.check_embeddings.visible + embeddings.check_embeddings.hidden:
+        kind, ids, E = case.make()
+        if kind == "embed":
+            rows = E[ids]  # (B, T, d)
+            negative = (rows == 0) & torch.signbit(rows)
+            assert negative.any(), case.group
+            columns = negative.flatten(0, 1).any(0)
+            assert ((E[:, columns] > 0).sum(0) >= 1).all(), case.group
+
+
 def test_the_prenorm_reference_is_x_plus_sublayer_of_layernorm_and_each_variant_differs():
     seed, sizes, x, _, mask, _ = prenorm.check_prenorm_encoder_block.hidden[0].make()
     *dims, dropout = sizes

@@ -32,6 +32,8 @@ RULES = {
         ("one-hot width V = W.shape[0]", "one_hot(ids, W.shape[0])", "one_hot(ids)"),
         ("in W's dtype", ".to(W.dtype)", ".float()"),
         ("a product with W, not a lookup", "return one_hot @ W", "return W[ids]"),
+        ("a product with W on every table, not only on one that holds a NaN", "return one_hot @ W",
+         "return one_hot @ W if W.isnan().any() else W[ids]"),
         ("no sqrt(d_model) scale on the embeddings", "return one_hot @ W", "return one_hot @ W * W.shape[1] ** 0.5"),
         ("tied logits are h W^T, unscaled", "return h @ W.T", "return h @ W.T / W.shape[1] ** 0.5"),
     ],

@@ -4,14 +4,22 @@
 ``W`` is the (V, d_model) table whose row ``i`` is the vector of word ``i``
 (``nn.Embedding``'s weight: the transpose of the chapter's d × V matrix E).
 The check of ``embed`` compares with the row lookup ``W[ids]`` (the same
-numbers) and then makes sure that the answer *is* a product: on a probe table
-with NaN in a row that no id uses, a product of one-hot vectors with ``W``
-gives NaN everywhere (0 × NaN is NaN) while a lookup does not. No √d_model
-scale belongs to either function (the model applies it afterwards).
+numbers) and then makes sure that the answer *is* a product, by what only a
+product does. It adds zero terms: every table holds a -0.0 in a row that an id
+uses (and a positive entry in another row of that column), which a lookup copies
+and a product turns into 0.0 (-0.0 + 0.0 = 0.0, in any order of summation). So
+no case looks different from the others: an answer that multiplies only when it
+sees something unusual in ``W`` looks rows up on an ordinary table and fails
+there. And it reads every row: on a probe table with NaN in the rows that no id
+uses, a product gives NaN everywhere (0 × NaN is NaN) while a lookup, even one
+that adds 0.0, does not. No √d_model scale belongs to either function (the model
+applies it afterwards).
 
 >>> kind, ids, W = _embed_case(0, 2, 5, 7, 7)()
 >>> kind, tuple(ids.shape), tuple(W.shape), int(ids.max())
 ('embed', (2, 5), (7, 7), 6)
+>>> r = int(ids[0, 0]); float(W[r, 0]), bool(W[r, 0].signbit()), bool(W[(r + 1) % 7, 0] > 0)
+(-0.0, True, True)
 >>> kind, ids, W = _probe_case(1, 2, 4, 9, 6)()
 >>> bool(W[int(ids.max()) + 1:].isnan().all()), bool(W[: int(ids.max()) + 1].isnan().any())
 (True, False)
@@ -43,13 +51,27 @@ def _ids(g: torch.Generator, B: int, T: int, V: int, top: int | None = None) -> 
     return ids
 
 
+def _negative_zero(W: torch.Tensor, ids: torch.Tensor) -> None:
+    """-0.0 at column 0 of the row of ``ids[0, 0]``, a positive entry at column 0 of the next row, in place.
+
+    A product one_hot @ W sums -0.0 with +0.0 terms (0 times that positive entry) and gives +0.0 whatever the
+    order; a lookup copies the -0.0.
+    """
+    r = int(ids[0, 0])
+    other = (r + 1) % W.shape[0]
+    W[r, 0] = -0.0
+    W[other, 0] = W[other, 0].abs() + 0.1
+
+
 def _embed_case(seed, B, T, V, d, dtype=torch.float32, *, top=None, strided=False):
-    """ids (B, T) and W (V, d); ``strided``: W is the transpose of a (d, V) tensor and ids of a (T, B) one."""
+    """ids (B, T) and W (V, d), W with a -0.0 in a row an id uses (:func:`_negative_zero`); ``strided``: W is
+    the transpose of a (d, V) tensor and ids of a (T, B) one."""
 
     def make():
         g = torch.Generator().manual_seed(seed)
         W = randn_strided((V, d), g, dtype, (0, 1) if strided else None)
         ids = _ids(g, B, T, V, top)
+        _negative_zero(W, ids)
         return "embed", ids.t().contiguous().t() if strided else ids, W
 
     return make
@@ -157,8 +179,13 @@ def _check_embed(fn: Callable, ids: torch.Tensor, W: torch.Tensor, *, probe: boo
                               "with W: a product reads every row of W, so a NaN in a row no id uses must show "
                               "in the result")
         return
-    if not close(out, W[ids]):
+    looked_up = W[ids]  # (B, T, d)
+    if not close(out, looked_up):
         raise CheckFailed(_embed_problem(out, ids, W))
+    if (torch.signbit(out.detach()) & torch.signbit(looked_up) & (looked_up == 0)).any():
+        raise CheckFailed("embed looks up rows (W[ids], index_select, ...) instead of multiplying one-hot vectors "
+                          "with W: a product adds the zero terms of the other rows to each entry, so a -0.0 in W "
+                          "comes out as 0.0, where a lookup copies it")
 
 
 def _check_tied(fn: Callable, h: torch.Tensor, W: torch.Tensor) -> None:
