@@ -46,6 +46,8 @@ RULES = {
     "codec_solution": [
         ("encode: from the UTF-8 bytes",
          'list(text.encode("utf-8"))', "[ord(ch) for ch in text]"),
+        ("encode: stop when one token is left (no pair to merge)",
+         "while len(ids) >= 2:", "while True:"),
         ("encode: merges by rank, the lowest id first",
          "min(stats, key=lambda p: merges.get(p, math.inf))",
          "max(stats, key=lambda p: merges.get(p, -math.inf))"),

@@ -49,6 +49,8 @@ RULES = {
          "a = a.mean(dim=1)", "a = a.amax(dim=1)"),
         ("add the identity if add_residual",
          "if add_residual:", "if not add_residual:"),
+        ("no identity when add_residual=False",
+         "if add_residual:", "if True:"),
         ("renormalise every row",
          "a.sum(dim=-1, keepdim=True)", "a.sum(dim=-2, keepdim=True)"),
         ("the first layer on the right, A_L ... A_1",

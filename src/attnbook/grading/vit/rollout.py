@@ -111,6 +111,7 @@ check_attention_rollout = Part(
         Case("three layers", _maps(661, 3, 2, 2, 5)),
         # attention_rollout(maps) alone: add_residual left to its default, True
         Case("the default adds the identity", _maps(662, 2, 2, 2, 4, residual=None)),
+        Case("add_residual=False adds no identity", _maps(663, 2, 2, 2, 4, residual=False)),
     ),
     check=_check,
     forbidden=("attnbook.vit.maps.attention_rollout",),
