@@ -122,6 +122,37 @@ def test_a_name_the_student_chose_never_files_under_another_student(tmp_path, at
     assert control_collected(tmp_path / "submitted")
 
 
+# Eve (user id 340935, submission 7) chose the display name "Eve_340934": Canvas writes it lowercased, and her
+# file's name reads as Bob's too (user id 340934, submission 340935, file "7_exercises.ipynb").
+EVE = "eve_340934_340935_7_exercises.ipynb"
+
+
+@pytest.mark.parametrize("rows, filed", [
+    ("", None),  # no roster: the two readings cannot be told apart
+    ("Bob,340934,bob\nEve,340935,eve\n", None),  # both ids are students
+    ("Eve,340935,eve\n", "eve"),  # one is: Eve's own
+])
+def test_a_canvas_display_name_with_an_id_in_it_never_files_under_that_student(tmp_path, rows, filed):
+    roster = None
+    if rows:
+        roster = tmp_path / "roster.csv"
+        roster.write_text("Student,ID,SIS Login ID\n" + rows)
+    source = make_zip(tmp_path / "d.zip", {CONTROL: NB, EVE: b'{"eve": 1}'})
+    lines = intake.collect(source, tmp_path / "submitted", A2, roster)
+    submitted = tmp_path / "submitted"
+    bob = "bob" if rows.startswith("Bob") else "340934"
+    assert (submitted / bob / A2 / "exercises.ipynb").read_bytes() == NB
+    assert tree(submitted / bob) == {f"{A2}/exercises.ipynb": NB, f"{A2}/timestamp.txt": tree(submitted / bob)[
+        f"{A2}/timestamp.txt"]}  # nothing of Eve's beside it, not even in .replaced/
+    eve = [p for p in submitted.rglob("*.ipynb") if p.read_bytes() == b'{"eve": 1}']
+    if filed is None:
+        assert eve == []
+        assert any(line.startswith(f"skipped {EVE}: an ambiguous Canvas name") and "340934 or 340935" in line
+                   for line in lines), lines
+    else:
+        assert [p.relative_to(submitted).parts[0] for p in eve] == [filed]
+
+
 def test_regrading_one_student_copies_no_one_elses_folder(tmp_path):
     source, submitted = tmp_path / "in", tmp_path / "submitted"
     for student in ("bob", "eve"):

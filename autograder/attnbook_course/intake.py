@@ -16,7 +16,10 @@ written); the assignment, unless named, is the one whose grade ids the notebooks
 Only the part of a name the LMS writes is parsed for an id: Canvas and zip_collect names are read at the
 top of the download only, Moodle's from its folder's name, so a file name or a folder the student chose
 never files a submission under someone else; a name that reads as both Canvas's and zip_collect's goes
-with the layout of the rest of the download. Canvas and Moodle name students by their own numeric ids; a
+with the layout of the rest of the download. A Canvas display name may hold ``_`` and digits of its own
+(``eve_340934``), so a Canvas name can read as several user ids: it is filed under the one the roster
+holds, and skipped with a line saying why when the roster holds none or several of them, or there is no
+roster, never under the first reading's. Canvas and Moodle name students by their own numeric ids; a
 roster CSV maps them to the course's: its LMS id column is ``ID`` (Canvas's gradebook export),
 ``Identifier`` (Moodle's grading worksheet: ``Participant 123456``) or ``lms_id``, and its course id column
 is ``student``, else ``SIS Login ID``. Without a roster, or for a student the roster lacks, the student's
@@ -35,6 +38,8 @@ Entry(lms='Canvas', lms_id='340934', name='smithbob', file='exercises (1).ipynb'
 '123456'
 >>> parse_entry("Eve_666_assignsubmission_file_/sub/bob_340934_208490284_exercises.ipynb") is None
 True
+>>> parse_entry("eve_340934_340935_7_exercises.ipynb", known_ids={"340935"}).lms_id
+'340935'
 >>> match_notebook(["notes.pdf", "Exercises (2).ipynb", "exercises (1).ipynb"])
 'Exercises (2).ipynb'
 """
@@ -48,7 +53,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path, PurePosixPath
@@ -61,7 +66,9 @@ N = TypeVar("N")  # a notebook, as the reader given to read_submission reads it
 
 NOTEBOOK = "exercises.ipynb"
 MAX_DOWNLOAD = 4 << 30  # bytes written by one `collect` at most: past it, the rest is skipped and listed
-_CANVAS = re.compile(r"(?P<name>[^_/]+?)(?P<late>_late)?_(?P<id>\d+)_(?P<sub>\d+)_(?P<file>[^/]+)")
+# Canvas's <name>[_late]_<user id>_<submission id>_<file>: every place where _<digits>_<digits>_ starts (the
+# display name, lowercased without spaces, and the file's name may hold _ and digits too)
+_CANVAS_IDS = re.compile(r"(?=_(\d+)_(\d+)_)")
 _MOODLE = re.compile(r"(?P<name>[^/]+)_(?P<id>\d+)_assignsubmission_file_")  # greedy: the last such suffix
 _MOODLE_FLAT = re.compile(r"(?P<name>[^_/]+)_(?P<id>\d+)_assignsubmission_file_(?P<file>[^/]+)")
 _ZIP_COLLECT = re.compile(r"(?P<assignment>[^/]+?)_(?P<student>[^_/]+)_attempt_"
@@ -99,22 +106,57 @@ def entries(path: str) -> list[Entry]:
         return [Entry("Moodle", m["id"], m["name"], m["file"])]
     if m := _ZIP_COLLECT.fullmatch(path):
         found.append(Entry("zip_collect", m["student"], m["student"], m["file"], when=m["when"]))
-    if m := _CANVAS.fullmatch(path):
-        found.append(Entry("Canvas", m["id"], m["name"], m["file"], late=bool(m["late"])))
+    if "/" not in path:
+        found += _canvas(path)
     return found
 
 
-def parse_entry(path: str, layout: str | None = None) -> Entry | None:
+def _canvas(path: str) -> list[Entry]:
+    """Every reading of the top-level ``path`` as Canvas's name: one for each ``_<user id>_<submission id>_``
+    with a name before it and a file after it.
+
+    >>> [(e.name, e.lms_id, e.file) for e in _canvas("eve_340934_340935_7_exercises.ipynb")]
+    [('eve', '340934', '7_exercises.ipynb'), ('eve_340934', '340935', 'exercises.ipynb')]
+    """
+    found = []
+    for m in _CANVAS_IDS.finditer(path):
+        head, file = path[:m.start()], path[m.start() + len(m[1]) + len(m[2]) + 3:]
+        late = head.endswith("_late") and len(head) > len("_late")
+        name = head.removesuffix("_late") if late else head
+        if name and file:
+            found.append(Entry("Canvas", m[1], name, file, late=late))
+    return found
+
+
+def parse_entry(path: str, layout: str | None = None, known_ids: Collection[str] | None = None) -> Entry | None:
     """The Canvas, Moodle or zip_collect name ``path``, read as ``layout`` when it reads as several, or None.
+
+    A Canvas name whose readings name several user ids is read as the one in ``known_ids`` (the roster's LMS
+    ids); when none or more than one of them is there, or there is no roster, it raises ``ValueError``
+    saying why, since any choice could file the file under another student.
 
     >>> parse_entry("ps1_bitdiddle_attempt_2016-01-30-15-00-00_exercises.ipynb").when
     '2016-01-30-15-00-00'
     >>> parse_entry("alice/02-transformer/exercises.ipynb") is None
     True
+    >>> try:
+    ...     parse_entry("eve_340934_340935_7_exercises.ipynb")
+    ... except ValueError as err:
+    ...     print(str(err).removeprefix("an ambiguous Canvas name: ")[:77])
+    a display name may hold _ and digits, and this one reads as user id 340934 or
     """
     found = entries(path)
-    if len(found) > 1:
+    if len({e.lms for e in found}) > 1:
         found = [e for e in found if e.lms == layout]
+    ids = sorted({e.lms_id for e in found}, key=lambda i: (len(i), i))  # Canvas's are digits: by value
+    if len(ids) > 1:  # several Canvas readings: trust only the roster's ids
+        mine = [e for e in found if known_ids is not None and e.lms_id in known_ids]
+        if len({e.lms_id for e in mine}) == 1:
+            return mine[0]
+        why = ("with no roster given to tell which" if known_ids is None else
+               f"and the roster holds {'none' if not mine else 'more than one'} of them")
+        raise ValueError(f"an ambiguous Canvas name: a display name may hold _ and digits, and this one reads as "
+                         f"user id {' or '.join(ids)} {why}; filed under neither")
     return found[0] if found else None
 
 
@@ -238,7 +280,7 @@ class Collected:
 
 def _layout(found: list[download.Member]) -> str | None:
     """The flat layout (Canvas or zip_collect) of most of the download's top-level names that read as one."""
-    votes = Counter(e[0].lms for m in found if len(e := entries(m.path)) == 1)
+    votes = Counter(e.pop() for m in found if len(e := {r.lms for r in entries(m.path)}) == 1)
     flat = [(n, lms) for lms, n in votes.items() if lms in ("Canvas", "zip_collect")]
     return max(flat)[1] if flat else None
 
@@ -258,7 +300,12 @@ def _read(found: list[download.Member], assignment: str | None, roster: dict[str
             continue
         shown = names.shown(path)
         why = download.problem(path) or (None if member.regular else "a link or special file: never followed")
-        entry = None if why else parse_entry(path, layout)
+        entry = None
+        if why is None:
+            try:
+                entry = parse_entry(path, layout, None if roster is None else roster.keys())
+            except ValueError as err:
+                why = str(err)
         if why is None and entry is None:
             parts = path.split("/")
             if len(parts) == 3 and (assignment is None or parts[1] == assignment):  # nbgrader's own layout
