@@ -92,15 +92,15 @@ class Exercise:
         does (:mod:`attnbook_course.earlier`). Returns grade_id -> (points,
         message and what the check printed).
         """
-        plan, _ = submission.plan(read(self.solution), read(self.released), nb)
-        found = earlier.parts(plan, judge.checked_names)
+        plan = submission.plan(read(self.solution), read(self.released), nb)
+        found, steps = plan.parts, plan.steps
         results, namespace = {}, {"__name__": "__main__"}
         for k, part in enumerate(found):
-            cells = [step.source for step in plan[found[k - 1].step + 1 if k else 0:part.step]]  # its cells
+            cells = [step.source for step in steps[found[k - 1].step + 1 if k else 0:part.step]]  # its cells
             namespace = self._execute(cells, namespace)
             results[part.grade_id] = first = self._grade(part.grade_id, namespace, capsys)
             below = {p.number for p in found[:k] if results[p.grade_id][0] < self.points[p.grade_id]}
-            rerun, replaced = earlier.rerun_cells(plan, found, k, below) if first[0] < self.points[part.grade_id] \
+            rerun, replaced = earlier.rerun_cells(steps, found, k, below) if first[0] < self.points[part.grade_id] \
                 else ([], [])
             if rerun:
                 second = self._grade(part.grade_id, self._execute(rerun, {"__name__": "__main__"}), capsys)

@@ -399,15 +399,20 @@ def test_the_parameter_count_leaves_the_random_state_and_refuses_the_counters():
                                         n_layer=n_layer, n_head=1)
         return attnbook.runtime.count_parameters(attnbook.gpt.GPT(config))
 
-    with pytest.raises(CheckFailed, match="count_parameters"):
+    with pytest.raises(CheckFailed, match=r"attnbook\.gpt\.model\.GPT"):  # built while it runs: refused
         checks.check_gpt_params(counted)
-    # the model itself is not refused: Part 6's provided cell builds one before this part is graded
+    built = attnbook.gpt.GPT(attnbook.gpt.GPTConfig(vocab_size=65, block_size=64, n_embd=48, n_layer=3, n_head=1))
+    with pytest.raises(CheckFailed, match="count_parameters"):  # a model built before, counted by the package
+        checks.check_gpt_params(lambda *sizes: attnbook.runtime.count_parameters(built))
+    # the model is refused only while the student's function runs: Part 6's provided cell builds one before
     assert not any(name.startswith("attnbook.gpt") for name in checks.check_gpt_params.forbidden)
+    assert "attnbook.gpt.model.GPT" in checks.check_gpt_params.refused_in_calls
     for wrong, words in [(lambda *a: 1.5, "an int"), (lambda *a: "91104", "an int"),
-                         (lambda V, T, C, L: params._reference(V, T, C, L) + V * C, "counts once")]:
+                         (lambda V, T, C, L: 2 * V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C, "counts once")]:
         with pytest.raises(CheckFailed, match=words):
             checks.check_gpt_params(wrong)
-    assert checks.check_gpt_params(lambda *a: float(params._reference(*a)), points=2) == 2  # 91104.0 is a count
+    counted_by_hand = lambda V, T, C, L: float(V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C)  # noqa: E731
+    assert checks.check_gpt_params(counted_by_hand, points=2) == 2  # 91104.0 is a count
 
 
 @pytest.mark.parametrize("part, module", [(checks.check_decoding_reason, decoding),

@@ -20,7 +20,7 @@ from attnbook.grading._core import private_modules, run_student
 from attnbook.grading.engine import Case, Part
 from attnbook.grading.errors import CheckFailed
 from attnbook.grading.transformer._common import ATTENTION_KERNELS
-from attnbook_course import _wire, judge, notes, sandbox
+from attnbook_course import _wire, judge, notes, sandbox, submission
 from attnbook_course.notes import Note
 from attnbook_course.plan import Cell, Test
 
@@ -177,7 +177,7 @@ def test_cells_that_hang_cost_one_time_limit_not_one_per_part(monkeypatch):
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "5")
     plan = [Cell(MASKED_SDPA), Test("before", SDPA_TEST, 2), Cell(HANG),
             Test("hangs", SDPA_TEST, 2), Test("after", SDPA_TEST, 2)]
-    results, statuses = judge.grade_cells(plan, [ROOT])
+    results, statuses = judge.grade_cells(submission.planned(plan), [ROOT])
     assert results["before"].score == 2.0
     assert results["hangs"].score == 0 and "time limit exceeded in the notebook's cells" in results["hangs"].message
     assert results["after"].score == 0
@@ -195,7 +195,7 @@ def test_cells_that_end_the_worker_are_not_run_again_for_later_parts(monkeypatch
     starts = []
     start = judge.Worker._start
     monkeypatch.setattr(judge.Worker, "_start", lambda self, end_by: (starts.append(1), start(self, end_by))[1])
-    results, statuses = judge.grade_cells(plan, [ROOT])
+    results, statuses = judge.grade_cells(submission.planned(plan), [ROOT])
     assert results["before"].score == 2.0 and results["dies"].score == 0
     how = "could not run (the student's code ended the worker (exit 3))"
     assert [results[p].message for p in ("after", "later")] == [judge.FAILED_CELLS.format(how)] * 2, results
@@ -207,7 +207,7 @@ def test_a_function_that_hangs_costs_its_part_only(monkeypatch):
     monkeypatch.setenv("ATTNBOOK_GRADING_PART_SECONDS", "5")
     hangs = "def scaled_dot_product_attention(q, k, v, mask=None):\n    " + HANG.replace("\n", "\n    ")
     plan = [Cell(hangs), Test("hangs", SDPA_TEST, 2), Cell(MASKED_SDPA), Test("fixed", SDPA_TEST, 2)]
-    results, statuses = judge.grade_cells(plan, [ROOT])
+    results, statuses = judge.grade_cells(submission.planned(plan), [ROOT])
     assert results["hangs"].score == 0 and results["hangs"].message.endswith("time limit exceeded.")
     assert statuses == [Note("limit", "time limit exceeded")]  # in the check's call, not in the cells
     assert results["fixed"].score == 2.0  # the cells ran in time: the later part is graded
@@ -238,7 +238,7 @@ def test_a_part_built_on_a_wrong_earlier_part_is_judged_again_with_the_solutions
     test += "\ncheck_scaled_dot_product_attention(attend, points=3)"  # the hidden cases too
     for gid, source in built.items():
         plan += [Cell(source, own=True, solution=source), Test(gid, test, 3)]
-    results, statuses = judge.grade_cells(plan, [ROOT])
+    results, statuses = judge.grade_cells(submission.planned(plan), [ROOT])
     assert results["own"].score == 0 and "divided by d_k" in results["own"].message
     assert results["built_on_it"].score == 3.0
     assert results["built_on_it"].message.startswith(

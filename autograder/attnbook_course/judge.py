@@ -26,16 +26,10 @@ below full is judged a second time with those replaced by the solution's
 (:mod:`.earlier`); it keeps the better score, and its feedback says which
 earlier part to fix. The second run costs one more part's time limit at most,
 and never happens for a part that scored full.
-
->>> [(c.check.name, c.names, c.points) for c in parse_test_cell(
-...     "from attnbook.grading.transformer import check_masks\\n"
-...     "check_masks(causal_mask, padding_mask)\\ncheck_masks(causal_mask, padding_mask, points=2)")]
-[('check_masks', ('causal_mask', 'padding_mask'), None), ('check_masks', ('causal_mask', 'padding_mask'), 2)]
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import importlib
@@ -47,70 +41,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnbook.grading.engine import Part
 from attnbook.grading.errors import CheckFailed
 from attnbook.grading.seam import WORKER_KEEPS, stripped
 
 from . import _cgroups, earlier, sandbox
 from ._remote import CellsFailed, Report, Worker, WorkerGone
 from .notes import Note, unique
-from .plan import Cell, Step, Test
+from .plan import Cell, Plan, Test
 from .records import PartRecord
+from .testcells import TestCall, checked_names, parse_test_cell  # noqa: F401 (the judge's, for its users)
 
 PACKAGE = Path(importlib.import_module("attnbook").__path__[0])  # the folder of its __init__.py
-
-
-@dataclass(frozen=True)
-class TestCall:
-    """One call in a test cell: ``check(*names, points=points)``."""
-
-    __test__ = False  # not a pytest test class, despite its name
-
-    check: Part
-    names: tuple[str, ...]
-    points: float | None
-
-
-@functools.cache
-def parse_test_cell(source: str) -> tuple[TestCall, ...]:
-    """The check calls of a test cell; :class:`ValueError` for any other kind of statement.
-
-    Cached: a class's submissions share their test cells, and judges forked after a first parse
-    inherit it.
-    """
-    imported, calls = {}, []
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue  # the docstring
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attnbook.grading"):
-            for alias in node.names:
-                imported[alias.asname or alias.name] = getattr(importlib.import_module(node.module), alias.name)
-            continue
-        call = node.value if isinstance(node, ast.Expr) else None
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in imported
-                and all(isinstance(a, ast.Name) for a in call.args)
-                and all(k.arg == "points" and isinstance(k.value, ast.Constant) for k in call.keywords)):
-            given = call.keywords[0].value if call.keywords else None
-            points: Any = given.value if isinstance(given, ast.Constant) else None  # the number the cell wrote
-            names = tuple(a.id for a in call.args if isinstance(a, ast.Name))  # all are (checked above)
-            calls.append(TestCall(imported[call.func.id], names, points))
-            continue
-        raise ValueError(f"a test cell may only import checks and call them (line {node.lineno})")
-    if not calls or not all(isinstance(c.check, Part) for c in calls):
-        raise ValueError("a test cell must call a check (an attnbook.grading Part)")
-    return tuple(calls)
-
-
-def checked_names(source: str) -> set[str]:
-    """The names a test cell passes to its checks; none for a cell that is not a test cell.
-
-    >>> sorted(checked_names("from attnbook.grading.transformer import check_masks\\ncheck_masks(causal_mask, pad)"))
-    ['causal_mask', 'pad']
-    """
-    try:
-        return {name for call in parse_test_cell(source) for name in call.names}
-    except (ValueError, SyntaxError):  # judged (and failed) as its part
-        return set()
 
 
 # ---------------------------------------------------------- worker's attnbook
@@ -212,7 +153,7 @@ def score_test_cell(calls: Iterable[TestCall], objects: Mapping[str, object], ma
     in-process graders (``tests/exercise_harness.py``, ``autograder/attnbook_course/mutants.py``)
     on the objects themselves. A name the objects lack is passed as ``None``.
 
-    >>> from attnbook.grading.engine import Case
+    >>> from attnbook.grading.engine import Case, Part
     >>> def check(inc):
     ...     def one(x):
     ...         if inc(x) != x + 1:
@@ -327,8 +268,7 @@ class Judgement:
         report.notes[:0] = notes
         return Result(round(score, 2), float(max_score), out.getvalue().strip()), report
 
-    def regrade(self, plan: list[Step], found: list[earlier.Graded], k: int, results: dict[str, Result],
-                cells: list[str]) -> Result:
+    def regrade(self, plan: Plan, k: int, results: dict[str, Result], cells: list[str]) -> Result:
         """Part ``found[k]`` judged again with the earlier parts below full that its code runs replaced by
         the solution's (:mod:`.earlier`), when that scores more than ``results``' first grade; else the
         first grade.
@@ -337,12 +277,13 @@ class Judgement:
         time is spent. What the student's code raises or warns in the second run is not shown (the
         solution's code is in it); its notes are kept only when its grade is.
         """
-        part, first = found[k], results[found[k].grade_id]
-        below = {p.number for p in found[:k] if results[p.grade_id].score < results[p.grade_id].max_score}
-        rerun, swapped = earlier.rerun_cells(plan, found, k, below) if first.score < first.max_score else ([], [])
+        part, first = plan.parts[k], results[plan.parts[k].grade_id]
+        below = {p.number for p in plan.parts[:k] if results[p.grade_id].score < results[p.grade_id].max_score}
+        rerun, swapped = (earlier.rerun_cells(plan.steps, plan.parts, k, below) if first.score < first.max_score
+                          else ([], []))
         if not rerun or self.failed_before(cells) or time.monotonic() >= self.end_by:
             return first
-        second, report = self.part(rerun, parse_test_cell(part.source), first.max_score, quiet=True)
+        second, report = self.part(rerun, plan.calls[part.grade_id], first.max_score, quiet=True)
         self.called |= report.called  # whatever the grade: the student's code reached them
         if second.score <= first.score:
             return first
@@ -350,9 +291,9 @@ class Judgement:
         note = earlier.note(part.number, swapped, full=second.score == second.max_score)
         return Result(second.score, second.max_score, f"{note}\n{second.message}")
 
-    def step(self, test: Test, cells: list[str], plan: list[Step], found: list[earlier.Graded], k: int,
-             results: dict[str, Result], log: list[str] | None) -> Result:
-        """The grade of the test cell ``test`` (the ``k``-th part of ``found``), whose ``cells`` come before
+    def step(self, test: Test, cells: list[str], plan: Plan, k: int, results: dict[str, Result],
+             log: list[str] | None) -> Result:
+        """The grade of the test cell ``test`` (the ``k``-th part of ``plan``), whose ``cells`` come before
         it: not run once the submission's time is spent or when its cells failed before; the grader's own
         failure costs this part only (its traceback appended to ``log``)."""
         if time.monotonic() >= self.end_by:
@@ -361,9 +302,9 @@ class Judgement:
         if failed := self.failed_before(cells):
             return Result(0.0, float(test.points), failed)
         try:
-            results[test.grade_id], report = self.part(list(cells), parse_test_cell(test.source), test.points)
+            results[test.grade_id], report = self.part(list(cells), plan.calls[test.grade_id], test.points)
             self.keep(report)
-            return self.regrade(plan, found, k, results, cells)
+            return self.regrade(plan, k, results, cells)
         except Exception as err:  # the grader's own failure: this part only
             self.worker.close()
             self.keep(self.worker.take_report())
@@ -379,9 +320,10 @@ class Judgement:
                                      if reached else [])
 
 
-def grade_cells(plan: list[Step], hidden: list[Path],
+def grade_cells(plan: Plan, hidden: list[Path],
                 log: list[str] | None = None) -> tuple[dict[str, Result], list[Note]]:
-    """Grade a submission given as ``plan`` (:mod:`.plan`: its cells and test cells, in order).
+    """Grade a submission given as ``plan`` (:class:`.plan.Plan`: its cells and test cells, in order, each
+    test cell parsed and each part numbered once).
 
     Returns grade_id -> :class:`Result` and the notes. A part whose cells begin with cells that ran out of
     time or ended the worker for an earlier part is not run: it scores 0 and says why
@@ -391,19 +333,17 @@ def grade_cells(plan: list[Step], hidden: list[Path],
     graded. A part below full that runs the student's earlier parts below full may be judged again with
     those replaced (:meth:`Judgement.regrade`). The sandbox's folder and cgroup are removed whatever happens.
     """
-    found = earlier.parts(plan, checked_names)
-    number = {part.grade_id: k for k, part in enumerate(found)}
+    number = {part.grade_id: k for k, part in enumerate(plan.parts)}
     workdir, group = sandbox.workdir(), sandbox.new_cgroup()
     judgement = Judgement(open_worker(workdir, hidden, group), sandbox.limits()["submission_seconds"])
     results: dict[str, Result] = {}
     cells: list[str] = []
     try:
-        for step in plan:
+        for step in plan.steps:
             if isinstance(step, Cell):
                 cells.append(step.source)
             else:
-                results[step.grade_id] = judgement.step(step, cells, plan, found, number[step.grade_id],
-                                                        results, log)
+                results[step.grade_id] = judgement.step(step, cells, plan, number[step.grade_id], results, log)
     finally:
         judgement.worker.close()
         judgement.keep(judgement.worker.take_report())

@@ -47,10 +47,10 @@ def grade_one(job: tuple[str, str, str]) -> SubmissionRecord:
         log: list[str] = []
         if nb is not None:
             step = "planning"
-            steps, planned = submission.plan(submission.source(assignment), submission.released(assignment), nb)
+            plan = submission.plan(submission.source(assignment), submission.released(assignment), nb)
             step = "judging"
-            results, judged = judge.grade_cells(steps, hidden=submission.hidden(Path(state)), log=log)
-            notes += planned + judged + [Note("review", f) for f in submission.flags(nb)]
+            results, judged = judge.grade_cells(plan, hidden=submission.hidden(Path(state)), log=log)
+            notes += [*plan.notes, *judged, *(Note("review", f) for f in submission.flags(nb))]
             result["parts"] = {gid: r.record() for gid, r in results.items()}
         result["notes"] = [n.record() for n in notes]
         if log:

@@ -13,10 +13,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import review
+from . import earlier, review, testcells
 from .nbgrader_run import CHAPTERS, MAX_NOTEBOOK, NOTEBOOK, ROOT, SOLUTIONS
 from .notes import Note
-from .plan import Cell, Step, Test
+from .plan import Cell, Plan, Step, Test
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -56,14 +56,27 @@ def flags(nb: NotebookNode) -> list[str]:
                          if c.cell_type == "code" and (nbgrader_meta(c).get("solution") or not grade_id(c))])
 
 
-def plan(source: NotebookNode, released: NotebookNode, submitted: NotebookNode) -> tuple[list[Step], list[Note]]:
+def planned(steps: list[Step], notes: list[Note] | None = None) -> Plan:
+    """The :class:`.plan.Plan` of ``steps``: its parts numbered and their reach, each test cell parsed once.
+
+    >>> test = "from attnbook.grading.transformer import check_masks\\ncheck_masks(causal_mask, padding_mask)"
+    >>> made = planned([Cell("x = 1"), Test("masks", test, 2.0)])
+    >>> [(p.number, sorted(p.names)) for p in made.parts], [c.check.name for c in made.calls["masks"]]
+    ([(1, ['causal_mask', 'padding_mask'])], ['check_masks'])
+    """
+    tests = [s for s in steps if isinstance(s, Test)]
+    return Plan(tuple(steps), tuple(earlier.parts(steps, testcells.checked_names)),
+                {t.grade_id: testcells.parse_test_cell(t.source) for t in tests}, tuple(notes or ()))
+
+
+def plan(source: NotebookNode, released: NotebookNode, submitted: NotebookNode) -> Plan:
     """What the judge runs, in order (:mod:`attnbook_course.plan`): the source's cells with the student's
     answers in them.
 
     Answer cells come from the submission (the released stub if it lost one)
     with the source's answer beside them, locked cells and test cells from the
     source, and the cells the student added after the labelled cell they follow.
-    Also returns the notes (an edited or deleted test cell).
+    Its notes say where a test cell was edited or deleted.
     """
     theirs = {grade_id(c): c for c in submitted.cells if grade_id(c)}
     stubs = {grade_id(c): c for c in released.cells if grade_id(c)}
@@ -87,7 +100,7 @@ def plan(source: NotebookNode, released: NotebookNode, submitted: NotebookNode) 
         elif cell.cell_type == "code":
             steps.append(Cell(cell.source))
         steps += [Cell(s, own=True) for s in added.get(gid, [])] if gid else []
-    return steps, notes
+    return planned(steps, notes)
 
 
 def read_submission(path: Path) -> tuple[NotebookNode | None, Note | None]:
