@@ -171,7 +171,8 @@ def choice_calls(code: str) -> list[tuple[str, tuple[str, ...], int]]:
     calls = []
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "Choice":
-            given = dict(zip(("question", "options", "answer"), node.args)) | {k.arg: k.value for k in node.keywords}
+            given = dict(zip(("question", "options", "answer"), node.args, strict=False))  # a call may name them
+            given |= {k.arg: k.value for k in node.keywords}
             question, options, answer = (ast.literal_eval(given[k]) for k in ("question", "options", "answer"))
             calls.append((question, tuple(options), answer))
     return calls
