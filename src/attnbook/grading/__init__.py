@@ -21,7 +21,8 @@ Where things live:
   the hidden cases the instructor names.
 
 Grading a submission in the sandbox (the judge, the worker, the sandbox) is
-the instructor's package ``attnbook_course``'s, never shipped to students.
+the instructor's package ``attnbook_course``'s, never shipped to students; what
+of this package it uses besides the checks is declared in :mod:`.seam`.
 
 Nothing chapter-specific is imported here until it is asked for, so that one
 chapter's checks never break another chapter's test cells.
