@@ -1,9 +1,7 @@
 """Grading into a PostgreSQL gradebook: ATTNBOOK_GRADEBOOK names the database, and it wins over sqlite;
 a class graded by two shards at once into one gradebook equals a one-process run, row for row.
 
-A throwaway PostgreSQL cluster is started in a temporary folder. It listens on
-a unix socket in that private folder only (no TCP), so it cannot collide with
-another server on the machine.
+A throwaway PostgreSQL cluster is started in a temporary folder (``pgserver.py``).
 """
 
 import csv
@@ -13,11 +11,11 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import exercise_harness as harness
+import pgserver
 import pytest
 
 from attnbook_course import course, shards
@@ -29,47 +27,14 @@ NOTEBOOK = "exercises.ipynb"
 catalogue = harness.answers
 
 
-def _bindir() -> Path | None:
-    """The newest Debian PostgreSQL server binaries, or None."""
-    found = [p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")]
-    return max(found, key=lambda p: float(p.parent.name), default=None)
-
-
-def _run(*cmd, **kwargs) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kwargs)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{done.stdout}{done.stderr}"
-    return done
-
-
 @pytest.fixture
 def postgres():
     """A fresh cluster, stopped and removed afterwards: a function that makes an empty database in it
     and returns its SQLAlchemy URL."""
-    bindir = _bindir()
-    if bindir is None:
+    if pgserver.bindir() is None:
         pytest.skip("PostgreSQL server binaries not installed (Debian package postgresql)")
-    # Not under pytest's tmp_path, which only root may enter: the server's own user must reach it.
-    base = Path(tempfile.mkdtemp(prefix="attnbook-pg-"))
-    owner = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        shutil.chown(base, "nobody")
-        owner = ["runuser", "-u", "nobody", "--"]
-    data, port = base / "data", 5432
-    try:
-        _run(*owner, bindir / "initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
-             "--locale=C", "--no-sync", cwd=base)
-        _run(*owner, bindir / "pg_ctl", "-D", data, "-l", base / "server.log", "-w",
-             "-o", f"-k {base} -p {port} -c listen_addresses=''", "start", cwd=base)
-
-        def database(name: str) -> str:
-            _run(*owner, bindir / "createdb", "-h", base, "-p", port, "-U", "postgres", name, cwd=base)
-            return f"postgresql+psycopg2://postgres@/{name}?host={base}&port={port}"
-
-        yield database
-    finally:
-        subprocess.run([*owner, bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop"],
-                       capture_output=True, cwd=base)
-        shutil.rmtree(base, ignore_errors=True)
+    with pgserver.cluster() as server:
+        yield server.database
 
 
 @pytest.fixture
@@ -90,7 +55,7 @@ def test_grades_go_to_the_postgres_gradebook(postgres_url, tmp_path):
     root_db_existed = (ROOT / "gradebook.db").exists()
 
     env = {**os.environ, "ATTNBOOK_GRADEBOOK": postgres_url, **harness.trusted_grading_env()}
-    _run(*COURSE, "--state", state, "grade", submissions, env=env, cwd=ROOT)
+    pgserver.run(*COURSE, "--state", state, "grade", submissions, env=env, cwd=ROOT)
 
     engine = sqlalchemy.create_engine(postgres_url)
     tables = sqlalchemy.inspect(engine).get_table_names()

@@ -14,6 +14,9 @@
     attnbook-course check GRADES           # GRADES (a grades.csv of that class) against the catalogue
     attnbook-course mutants [CHAPTER...]   # mutation testing of the hidden cases (mutants.py)
     attnbook-course routes                 # the installed functions that do a part's whole job (routes.py)
+    attnbook-course serve                  # the grading service, a JupyterHub service (service/serve.py)
+    attnbook-course worker [--name NAME]   # grade the service's queue, on any number of machines
+    attnbook-course submit --url URL A NB  # a notebook to the service, from outside the hub (service/client.py)
 
 ``python -m attnbook_course`` is the same command. Each subcommand has ``--help``.
 
@@ -47,6 +50,7 @@ nbgrader's commands, ``release``), ``classgrade.py`` (``grade``),
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -91,7 +95,8 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, text: str) -> argparse.ArgumentParser:
-        stateful = name in ("release", "grade", "gather", "collect", "export", "deadlines", "report")
+        stateful = name in ("release", "grade", "gather", "collect", "export", "deadlines", "report", "serve",
+                            "worker")
         return sub.add_parser(name, help=text, description=text, parents=[state] if stateful else [])
 
     rel = add("release", "generate chapters/<id>/exercises.ipynb from solutions/")
@@ -139,7 +144,53 @@ def parser() -> argparse.ArgumentParser:
     ro = add("routes", "the installed functions that do a part's whole job, found and checked as refused")
     ro.add_argument("--packages", nargs="*", default=None, help="packages to search (default: routes.PACKAGES)")
     ro.add_argument("--out", type=Path, default=GRADER / "refused_routes.csv", help="the table (default: %(default)s)")
+    add("serve", f"the grading service (JupyterHub starts it; {settings.SERVICE_DB.name}: its database)")
+    wo = add("worker", f"grade the service's queue until stopped ({settings.SERVICE_DB.name}: its database)")
+    wo.add_argument("--name", help="the worker's name (default: host and process id)")
+    su = add("submit", "send a notebook to the grading service, or ask its state or feedback")
+    su.add_argument("--url", required=True, help="the service's address, https://HUB/services/grader/")
+    su.add_argument("--token", default=os.environ.get("JUPYTERHUB_API_TOKEN"),
+                    help="a hub token with the service's scope (default: $JUPYTERHUB_API_TOKEN)")
+    su.add_argument("--status", action="store_true", help="print the newest submission's state")
+    su.add_argument("--feedback", type=Path, metavar="OUT", help="write the feedback page to OUT")
+    su.add_argument("assignment", help="the assignment's id, such as 03-bert")
+    su.add_argument("notebook", type=Path, nargs="?", help="the notebook to send")
     return top
+
+
+def service(args: argparse.Namespace) -> int:
+    """``serve``, ``worker`` and ``submit``: a missing database or token is a clear error."""
+    from .service import client
+
+    if args.command == "submit":
+        if not args.token:
+            print("submit: no token: pass --token or set JUPYTERHUB_API_TOKEN", file=sys.stderr)
+            return 2
+        talk = client.Client(args.url, args.token)
+        try:
+            if args.feedback:
+                args.feedback.write_text(talk.feedback(args.assignment))
+                print(f"wrote {args.feedback}")
+            elif args.status or args.notebook is None:
+                print(json.dumps(talk.state(args.assignment), indent=1))
+            else:
+                print(json.dumps(talk.submit(args.assignment, args.notebook.read_bytes()), indent=1))
+        except (client.ServiceError, OSError) as err:
+            print(f"submit: {err}", file=sys.stderr)
+            return 1
+        return 0
+    conninfo = settings.SERVICE_DB.read()
+    if not conninfo or not conninfo.startswith(("postgresql://", "postgres://")):
+        print(f"{args.command}: set {settings.SERVICE_DB.name} to the course's PostgreSQL (postgresql://...)",
+              file=sys.stderr)
+        return 2
+    if args.command == "serve":
+        from .service import serve
+
+        return serve.main(conninfo, args.state.resolve())
+    from .service import worker
+
+    return worker.main(conninfo, args.state.resolve(), args.name, settings.SERVICE_STALLED_SECONDS.read())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "release":
         return release(args.state, args.check)
+    if args.command in ("serve", "worker", "submit"):
+        return service(args)
     if args.command in ("collect", "export"):
         return lms(args)
     if args.command == "gather":

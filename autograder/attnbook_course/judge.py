@@ -101,19 +101,24 @@ def package_sources(forbidden: tuple[str, ...]) -> tuple[dict, list]:
 
 @dataclass
 class Result:
-    """One graded part: its score, its maximum and the check's words."""
+    """One graded part: its score, its maximum and the check's words; ``hidden``: the visible checks passed
+    and the points were lost to the hidden cases (whose words a service shows only once they are released)."""
 
     score: float
     max_score: float
     message: str
+    hidden: bool = False
 
     def record(self) -> PartRecord:
         """As a submission's record holds it (JSON).
 
-        >>> Result(1.0, 2.0, "half").record()
-        {'score': 1.0, 'max_score': 2.0, 'message': 'half'}
+        >>> Result(1.0, 2.0, "half").record(), Result(1.0, 2.0, "a hidden case", hidden=True).record()["hidden"]
+        ({'score': 1.0, 'max_score': 2.0, 'message': 'half'}, True)
         """
-        return {"score": self.score, "max_score": self.max_score, "message": self.message}
+        kept: PartRecord = {"score": self.score, "max_score": self.max_score, "message": self.message}
+        if self.hidden:
+            kept["hidden"] = True
+        return kept
 
 
 class Capped(io.TextIOBase):
@@ -168,13 +173,34 @@ def score_test_cell(calls: Iterable[TestCall], objects: Mapping[str, object], ma
     >>> score_test_cell(cell, {"inc": lambda x: x}, 2)
     (0.0, 'inc is off by one')
     """
-    value = None
+    score, failure, _ = scored(calls, objects, max_score)
+    return score, failure
+
+
+def scored(calls: Iterable[TestCall], objects: Mapping[str, object], max_score: float) -> tuple[float, str, bool]:
+    """:func:`score_test_cell`, and whether the points were lost past the visible calls (a hidden call's).
+
+    >>> from attnbook.grading.engine import Case, Part
+    >>> def check(inc):
+    ...     def one(x):
+    ...         if inc(x) != x + 1:
+    ...             raise CheckFailed("inc is off by one")
+    ...     return one
+    >>> part = Part("check_inc", (Case("one", lambda: (1,)),), check, own_hidden=(Case("two", lambda: (7,)),))
+    >>> cell = (TestCall(part, ("inc",), None), TestCall(part, ("inc",), 2))
+    >>> scored(cell, {"inc": lambda x: x + 1 if x < 5 else x}, 2)
+    The visible check passed.
+    (0.0, 'inc is off by one', True)
+    """
+    value, visible = None, True
     try:
         for call in calls:
+            visible = call.points is None
             value = call.check(*(objects.get(n) for n in call.names), points=call.points)
     except CheckFailed as err:
-        return 0.0, str(err)
-    return (max_score if value is None else min(max(float(value), 0.0), max_score)), ""
+        return 0.0, str(err), not visible
+    score = max_score if value is None else min(max(float(value), 0.0), max_score)
+    return score, "", score < max_score
 
 
 def open_worker(workdir: Path, hidden: list[Path], group: _cgroups.Cgroup | None = None) -> Worker:
@@ -246,13 +272,13 @@ class Judgement:
         in_calls = sorted({n for c in calls for n in c.check.refused_in_calls})
         names = sorted({n for c in calls for n in c.names})
         out = Capped(int(sandbox.limits()["output_chars"]))
-        score, notes = 0.0, []
+        score, notes, hidden = 0.0, [], False
         with contextlib.redirect_stdout(out):
             try:
                 students = self.worker.start_part(package_sources(forbidden), cells, names, kernels,
                                                   [f for f in forbidden if not f.startswith("attnbook.")],
                                                   in_calls=in_calls, end_by=self.end_by, quiet=quiet)
-                score, failure = score_test_cell(calls, students, max_score)
+                score, failure, hidden = scored(calls, students, max_score)
                 if failure:
                     print(failure)
             except WorkerGone as gone:
@@ -266,7 +292,7 @@ class Judgement:
             finally:
                 report = self.worker.end_part()
         report.notes[:0] = notes
-        return Result(round(score, 2), float(max_score), out.getvalue().strip()), report
+        return Result(round(score, 2), float(max_score), out.getvalue().strip(), hidden), report
 
     def regrade(self, plan: Plan, k: int, results: dict[str, Result], cells: list[str]) -> Result:
         """Part ``found[k]`` judged again with the earlier parts below full that its code runs replaced by
@@ -289,7 +315,7 @@ class Judgement:
             return first
         self.notes += report.notes
         note = earlier.note(part.number, swapped, full=second.score == second.max_score)
-        return Result(second.score, second.max_score, f"{note}\n{second.message}")
+        return Result(second.score, second.max_score, f"{note}\n{second.message}", second.hidden)
 
     def step(self, test: Test, cells: list[str], plan: Plan, k: int, results: dict[str, Result],
              log: list[str] | None) -> Result:

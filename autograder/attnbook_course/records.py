@@ -21,7 +21,11 @@ from typing import TypedDict
 from .notes import NoteRecord
 
 
-class PartRecord(TypedDict):
+class _Hidden(TypedDict, total=False):
+    hidden: bool  # True: the visible checks passed and the hidden cases took the points (judge.Result)
+
+
+class PartRecord(_Hidden):
     """One graded cell: the points earned, its points, and what the checks printed (the feedback)."""
 
     score: float

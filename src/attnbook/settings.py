@@ -130,11 +130,21 @@ GRADING_FRAME_MIB: Setting[float] = Setting(
     "ATTNBOOK_GRADING_FRAME_MIB", float, 16.0, "MiB", "the largest reply the judge reads from a worker")
 GRADING_OUTPUT_CHARS: Setting[int] = Setting(
     "ATTNBOOK_GRADING_OUTPUT_CHARS", int, 20000, "characters", "a part's feedback (the rest is counted, not kept)")
+# --------------------------------------------------------------------------- the instructor's: the service
+SERVICE_DB: Setting[str | None] = Setting(
+    "ATTNBOOK_SERVICE_DB", str, None, "",
+    "the grading service's queue and outcomes: a PostgreSQL URL (attnbook-course serve, worker)")
+SERVICE_SUBMIT_MIB: Setting[float] = Setting(
+    "ATTNBOOK_SERVICE_SUBMIT_MIB", float, 64.0, "MiB", "the largest notebook the grading service takes")
+SERVICE_STALLED_SECONDS: Setting[float] = Setting(
+    "ATTNBOOK_SERVICE_STALLED_SECONDS", float, 30.0, "seconds",
+    "a worker silent this long is dead: its job runs again on another")
 
 SETTINGS: tuple[Setting, ...] = (
     DEVICE, DATA, VISIBLE_SECONDS, HIDDEN_CASES, GRADEBOOK, GRADING_SANDBOX, GRADING_MEMORY_GIB, GRADING_FILES_MIB,
     GRADING_PROCESSES, GRADING_CPU_SECONDS, GRADING_PART_SECONDS, GRADING_SUBMISSION_SECONDS,
-    GRADING_JUDGE_GRACE_SECONDS, GRADING_JUDGE_MEMORY_GIB, GRADING_FRAME_MIB, GRADING_OUTPUT_CHARS)
+    GRADING_JUDGE_GRACE_SECONDS, GRADING_JUDGE_MEMORY_GIB, GRADING_FRAME_MIB, GRADING_OUTPUT_CHARS,
+    SERVICE_DB, SERVICE_SUBMIT_MIB, SERVICE_STALLED_SECONDS)
 _GRADING = "ATTNBOOK_GRADING_"
 GRADING: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.name.startswith(_GRADING))  # what a grade depends on
 
