@@ -148,7 +148,8 @@ def parser() -> argparse.ArgumentParser:
     wo = add("worker", f"grade the service's queue until stopped ({settings.SERVICE_DB.name}: its database)")
     wo.add_argument("--name", help="the worker's name (default: host and process id)")
     su = add("submit", "send a notebook to the grading service, or ask its state or feedback")
-    su.add_argument("--url", required=True, help="the service's address, https://HUB/services/grader/")
+    su.add_argument("--url", default=settings.SERVICE_URL.read(),
+                    help=f"the service's address, https://HUB/services/grader/ (default: {settings.SERVICE_URL.name})")
     su.add_argument("--token", default=os.environ.get("JUPYTERHUB_API_TOKEN"),
                     help="a hub token with the service's scope (default: $JUPYTERHUB_API_TOKEN)")
     su.add_argument("--status", action="store_true", help="print the newest submission's state")
@@ -163,8 +164,9 @@ def service(args: argparse.Namespace) -> int:
     from .service import client
 
     if args.command == "submit":
-        if not args.token:
-            print("submit: no token: pass --token or set JUPYTERHUB_API_TOKEN", file=sys.stderr)
+        if not args.token or not args.url:
+            print(f"submit: pass --url (or set {settings.SERVICE_URL.name}) and --token (or set "
+                  "JUPYTERHUB_API_TOKEN)", file=sys.stderr)
             return 2
         talk = client.Client(args.url, args.token)
         try:

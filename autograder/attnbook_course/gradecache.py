@@ -48,7 +48,8 @@ from .records import SubmissionRecord
 
 CACHE = "grading-cache"
 _CONFIG_SUFFIXES = (".py", ".json", ".yml", ".yaml", ".toml")  # autograder/'s code and configuration
-_NOT_GRADING = ("fixtures", "__pycache__", "report.py")  # in autograder/: nothing here changes a grade
+# in autograder/: nothing here changes a grade (the service's modules carry it, the hub's configuration serves it)
+_NOT_GRADING = ("fixtures", "__pycache__", "report.py", "service", "jupyterhub_config.py")
 
 
 def _digest_files(digest: hashlib._Hash, base: Path, files: list[Path]) -> None:

@@ -190,7 +190,9 @@ def scored(calls: Iterable[TestCall], objects: Mapping[str, object], max_score: 
     >>> cell = (TestCall(part, ("inc",), None), TestCall(part, ("inc",), 2))
     >>> scored(cell, {"inc": lambda x: x + 1 if x < 5 else x}, 2)
     The visible check passed.
-    (0.0, 'inc is off by one', True)
+    Some checks failed:
+    - two: inc is off by one
+    (1.0, '', True)
     """
     value, visible = None, True
     try:

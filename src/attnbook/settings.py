@@ -134,6 +134,9 @@ GRADING_OUTPUT_CHARS: Setting[int] = Setting(
 SERVICE_DB: Setting[str | None] = Setting(
     "ATTNBOOK_SERVICE_DB", str, None, "",
     "the grading service's queue and outcomes: a PostgreSQL URL (attnbook-course serve, worker)")
+SERVICE_URL: Setting[str | None] = Setting(
+    "ATTNBOOK_SERVICE_URL", str, None, "",
+    "the grading service's address (https://HUB/services/grader/), for nbgrader's exchange and submit")
 SERVICE_SUBMIT_MIB: Setting[float] = Setting(
     "ATTNBOOK_SERVICE_SUBMIT_MIB", float, 64.0, "MiB", "the largest notebook the grading service takes")
 SERVICE_STALLED_SECONDS: Setting[float] = Setting(
@@ -144,9 +147,10 @@ SETTINGS: tuple[Setting, ...] = (
     DEVICE, DATA, VISIBLE_SECONDS, HIDDEN_CASES, GRADEBOOK, GRADING_SANDBOX, GRADING_MEMORY_GIB, GRADING_FILES_MIB,
     GRADING_PROCESSES, GRADING_CPU_SECONDS, GRADING_PART_SECONDS, GRADING_SUBMISSION_SECONDS,
     GRADING_JUDGE_GRACE_SECONDS, GRADING_JUDGE_MEMORY_GIB, GRADING_FRAME_MIB, GRADING_OUTPUT_CHARS,
-    SERVICE_DB, SERVICE_SUBMIT_MIB, SERVICE_STALLED_SECONDS)
+    SERVICE_DB, SERVICE_URL, SERVICE_SUBMIT_MIB, SERVICE_STALLED_SECONDS)
 _GRADING = "ATTNBOOK_GRADING_"
 GRADING: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.name.startswith(_GRADING))  # what a grade depends on
+SERVICE: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.name.startswith("ATTNBOOK_SERVICE_"))  # serve, worker
 
 
 def grading(environ: Mapping[str, str] | None = None) -> dict[str, float]:

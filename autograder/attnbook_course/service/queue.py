@@ -18,14 +18,13 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import procrastinate
-import psycopg
 
 from . import store
 
 TASK = "attnbook_course.grade"
 QUEUE = "grading"
 STUDENT, REGRADE = 10, 0  # priorities: higher runs first
-RETRY = procrastinate.RetryStrategy(max_attempts=3, wait=2, exponential_wait=2)  # 2, 4, 8 s between tries
+RETRY = procrastinate.RetryStrategy(max_attempts=2, exponential_wait=2)  # three tries in all, seconds apart
 WINDOW = timedelta(hours=1)  # the submission limit counts the graded submissions of this window
 
 app = procrastinate.App(connector=procrastinate.SyncPsycopgConnector(), import_paths=[])
@@ -50,7 +49,7 @@ def install(conninfo: str) -> None:
         row = db.execute("SELECT to_regclass('procrastinate_jobs') AS t").fetchone()
         if row is None or row["t"] is None:
             for statement in [procrastinate.schema.SchemaManager.get_schema()]:
-                db.execute(statement)  # type: ignore[arg-type]
+                db.execute(statement)
     store.create(conninfo)
 
 
@@ -80,7 +79,7 @@ def held_until(received: list[datetime], limit: int) -> datetime | None:
     return received[len(received) - limit - 1] + WINDOW
 
 
-def defer(db: psycopg.Connection, conninfo: str, student: str, assignment: str, priority: int,
+def defer(db: store.DB, conninfo: str, student: str, assignment: str, priority: int,
           at: datetime | None = None) -> bool:
     """Queue a grading of the student's newest submission inside ``db``'s transaction; False when one waits
     already (it will grade the newest). A job held back by the limit is moved earlier, never later."""
@@ -104,7 +103,7 @@ def regrade(conninfo: str, pairs: list[tuple[str, str]]) -> int:
         return sum(defer(db, conninfo, s, a, REGRADE) for s, a in pairs)
 
 
-def state(db: psycopg.Connection, student: str, assignment: str) -> dict[str, Any]:
+def state(db: store.DB, student: str, assignment: str) -> dict[str, Any]:
     """Where the student's newest submission of ``assignment`` is: ``none``, ``queued`` (with its place,
     from 1, and when it is held back to), ``running``, ``graded`` or ``failed`` (with the error)."""
     found = store.newest(db, student, assignment)
@@ -133,7 +132,7 @@ def state(db: psycopg.Connection, student: str, assignment: str) -> dict[str, An
     return {**said, "state": "queued", "place": None, "held_until": None}  # a worker is about to take it
 
 
-def overview(db: psycopg.Connection) -> dict[str, Any]:
+def overview(db: store.DB) -> dict[str, Any]:
     """The instructor's view of the queue: depth, the oldest wait, running jobs and failed ones with their errors."""
     counts = {r["status"]: r["n"] for r in db.execute(
         "SELECT status::text AS status, count(*) AS n FROM procrastinate_jobs WHERE queue_name = %s GROUP BY status",

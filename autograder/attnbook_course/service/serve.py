@@ -24,9 +24,10 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from tornado import ioloop, web
@@ -37,6 +38,7 @@ from .. import late, names
 from ..nbgrader_run import assignments
 from . import policy, queue, store
 
+T = TypeVar("T")
 INSTRUCT = "custom:attnbook:instruct"  # the instructors' scope (JupyterHub's custom_scopes)
 
 
@@ -44,7 +46,7 @@ def _check_notebook(body: bytes, cap: int) -> str | None:
     """Why ``body`` is not a notebook the grader takes, or None.
 
     >>> _check_notebook(b"hello", 100), _check_notebook(b"x" * 101, 100)[:20]
-    ('not a notebook: not JSON (Expecting value at line 1)', 'too large: 101 bytes,')
+    ('not a notebook: not JSON (Expecting value at line 1)', 'too large: 101 bytes')
     """
     if len(body) > cap:
         return f"too large: {len(body)} bytes, over the limit of {cap} bytes"
@@ -70,14 +72,14 @@ class Service:
         self.conninfo, self.course, self.cap = conninfo, course, cap
         self.assignments = assignments()
 
-    def run(self, work, *args):
+    def run(self, work: Callable[..., T], *args: Any) -> Awaitable[T]:
         """``work(db, *args)`` in a thread, with a connection of its own (one transaction)."""
-        def inside():
+        def inside() -> T:
             with store.connect(self.conninfo) as db:
                 return work(db, *args)
         return asyncio.to_thread(inside)
 
-    def page(self, db, student: str, assignment: str) -> tuple[int, str]:
+    def page(self, db: store.DB, student: str, assignment: str) -> tuple[int, str]:
         """(status, the feedback page of the student's newest graded submission)."""
         found = store.newest(db, student, assignment)
         graded = store.outcome(db, found[0].id) if found else None
@@ -91,9 +93,9 @@ class Service:
         return 200, policy.page(graded["record"], shows, when, rule.limit_per_hour, graded["feedback"])
 
 
-def handlers(prefix: str) -> list:
+def handlers(prefix: str) -> list[tuple[str, type]]:
     """The service's routes under ``prefix``."""
-    from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+    from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated  # type: ignore[import-untyped]
 
     class Base(HubOAuthenticated, web.RequestHandler):
         @property
@@ -125,6 +127,13 @@ def handlers(prefix: str) -> list:
             self.set_header("Content-Type", "application/json")
             self.finish(json.dumps(value))
 
+        def send_page(self, status: int, text: str) -> None:
+            if status != 200:
+                raise web.HTTPError(status, text)
+            self.set_header("Content-Type", "text/html; charset=utf-8")
+            self.set_header("Content-Security-Policy", "script-src 'none'; object-src 'none'; base-uri 'none'")
+            self.finish(text)
+
         def write_error(self, status_code: int, **kwargs: Any) -> None:
             error = kwargs.get("exc_info", (None, None))[1]
             self.reply({"error": getattr(error, "log_message", None) or self._reason}, status_code)
@@ -145,22 +154,13 @@ def handlers(prefix: str) -> list:
 
     class Feedback(Base):
         async def get(self, name: str) -> None:
-            status, text = await self.service.run(self.service.page, self.student, self.assignment(name))
-            self._send(status, text)
+            self.send_page(*await self.service.run(self.service.page, self.student, self.assignment(name)))
 
-        def _send(self, status: int, text: str) -> None:
-            if status != 200:
-                raise web.HTTPError(status, text)
-            self.set_header("Content-Type", "text/html; charset=utf-8")
-            self.set_header("Content-Security-Policy", "script-src 'none'; object-src 'none'; base-uri 'none'")
-            self.finish(text)
-
-    class Student(Feedback):
+    class Student(Base):
         async def get(self, student: str, name: str, page: str | None = None) -> None:
             self.instructor()
             if page:
-                status, text = await self.service.run(self.service.page, student, self.assignment(name))
-                return self._send(status, text)
+                return self.send_page(*await self.service.run(self.service.page, student, self.assignment(name)))
             self.reply(await self.service.run(queue.state, student, self.assignment(name)))
 
     class Queue(Base):
@@ -180,7 +180,7 @@ def handlers(prefix: str) -> list:
             self.instructor()
             assignment = self.assignment(name)
 
-            def release(db):
+            def release(db: store.DB) -> None:
                 with db.transaction():
                     store.release(db, assignment)
             await self.service.run(release)
@@ -197,7 +197,7 @@ def handlers(prefix: str) -> list:
     ]
 
 
-def _submitted(db, student: str | None, assignment: str | None) -> list[tuple[str, str]]:
+def _submitted(db: store.DB, student: str | None, assignment: str | None) -> list[tuple[str, str]]:
     """Every (student, assignment) with a submission, or those of one student or one assignment."""
     rows = db.execute("SELECT DISTINCT student, assignment FROM attnbook_submission WHERE "
                       "(%s::text IS NULL OR student = %s) AND (%s::text IS NULL OR assignment = %s) ORDER BY 1, 2",

@@ -20,7 +20,9 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
+
+DB = psycopg.Connection[DictRow]  # a connection whose rows are dicts
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS attnbook_submission (
@@ -75,9 +77,9 @@ class Submission:
         return f"{self.student}/{self.assignment}"
 
 
-def connect(conninfo: str) -> psycopg.Connection:
+def connect(conninfo: str) -> DB:
     """A connection to the course's database (rows as dicts); its transactions are the caller's."""
-    return psycopg.connect(conninfo, row_factory=dict_row)  # type: ignore[arg-type]
+    return psycopg.connect(conninfo, row_factory=dict_row)
 
 
 def create(conninfo: str) -> None:
@@ -87,7 +89,7 @@ def create(conninfo: str) -> None:
         db.execute(SCHEMA)
 
 
-def add(db: psycopg.Connection, student: str, assignment: str, notebook: bytes) -> Submission:
+def add(db: DB, student: str, assignment: str, notebook: bytes) -> Submission:
     """Keep one notebook (inside the caller's transaction: :func:`.queue.submit` defers its job in it)."""
     row = db.execute(
         "INSERT INTO attnbook_submission (student, assignment, notebook, sha256) VALUES (%s, %s, %s, %s) "
@@ -97,7 +99,7 @@ def add(db: psycopg.Connection, student: str, assignment: str, notebook: bytes) 
                       hashlib.sha256(notebook).hexdigest())
 
 
-def newest(db: psycopg.Connection, student: str, assignment: str, before: datetime | None = None
+def newest(db: DB, student: str, assignment: str, before: datetime | None = None
            ) -> tuple[Submission, bytes] | None:
     """The student's newest submission of ``assignment`` (received before ``before``, when given), and its bytes."""
     row = db.execute(
@@ -110,14 +112,14 @@ def newest(db: psycopg.Connection, student: str, assignment: str, before: dateti
     return found, bytes(row["notebook"])
 
 
-def received_since(db: psycopg.Connection, student: str, assignment: str, since: datetime) -> list[datetime]:
+def received_since(db: DB, student: str, assignment: str, since: datetime) -> list[datetime]:
     """When the student's submissions of ``assignment`` came, since ``since``, oldest first."""
     rows = db.execute("SELECT received FROM attnbook_submission WHERE student = %s AND assignment = %s "
                       "AND received >= %s ORDER BY received", (student, assignment, since)).fetchall()
     return [r["received"] for r in rows]
 
 
-def keep_outcome(db: psycopg.Connection, submission: Submission, grader: str, record: dict[str, Any],
+def keep_outcome(db: DB, submission: Submission, grader: str, record: dict[str, Any],
                  feedback: str, worker: str) -> None:
     """The grade of ``submission`` by ``grader``: written once; a second worker's grade of the same pair (a
     job run again after its worker died) replaces nothing and only counts in ``writes``."""
@@ -131,29 +133,29 @@ def keep_outcome(db: psycopg.Connection, submission: Submission, grader: str, re
          feedback, worker))
 
 
-def outcome(db: psycopg.Connection, submission_id: int) -> dict[str, Any] | None:
+def outcome(db: DB, submission_id: int) -> dict[str, Any] | None:
     """The newest grade of one submission (any grader), or None."""
     return db.execute("SELECT * FROM attnbook_outcome WHERE submission_id = %s ORDER BY graded DESC LIMIT 1",
                       (submission_id,)).fetchone()
 
 
-def graded(db: psycopg.Connection, submission_id: int, grader: str) -> bool:
+def graded(db: DB, submission_id: int, grader: str) -> bool:
     """Whether this grader graded this submission already."""
     return db.execute("SELECT 1 FROM attnbook_outcome WHERE submission_id = %s AND grader = %s",
                       (submission_id, grader)).fetchone() is not None
 
 
-def fail(db: psycopg.Connection, job_id: int, student: str, assignment: str, attempt: int, error: str) -> None:
+def fail(db: DB, job_id: int, student: str, assignment: str, attempt: int, error: str) -> None:
     """What a job raised (kept for the instructor, every attempt)."""
     db.execute("INSERT INTO attnbook_failure (job_id, student, assignment, attempt, error) VALUES (%s, %s, %s, %s, %s)",
                (job_id, student, assignment, attempt, error[-4000:]))
 
 
-def release(db: psycopg.Connection, assignment: str) -> None:
+def release(db: DB, assignment: str) -> None:
     """Show the hidden cases' messages of ``assignment`` from now on."""
     db.execute("INSERT INTO attnbook_release (assignment) VALUES (%s) ON CONFLICT DO NOTHING", (assignment,))
 
 
-def released(db: psycopg.Connection, assignment: str) -> bool:
+def released(db: DB, assignment: str) -> bool:
     """Whether the instructor released ``assignment``'s hidden cases' messages."""
     return db.execute("SELECT 1 FROM attnbook_release WHERE assignment = %s", (assignment,)).fetchone() is not None
