@@ -10,7 +10,7 @@ ends) and crashing (one that kills its process) in the ratio 5:3:1:1, a student'
 replacing the earlier. It prints the submit-to-feedback latency (the time until the student can fetch
 feedback for that notebook or a newer one: median, 95th percentile, max), the queue wait (deferred to
 started, per job), and the throughput in notebooks per core-minute; then ``attnbook-course grade --jobs
-W`` of each student's last notebook in the same run, and the grades of both, which must agree; then a
+W`` of the same notebooks (one folder each) in the same run, and the grades of both, which must agree; then a
 table of what 1,000 students would wait with W workers, from the measured seconds per notebook.
 Both paths run with ``ATTNBOOK_GRADING_PART_SECONDS=10`` (a runaway part costs 10 s, not 120 s).
 The first line of the output names the machine and the command.
@@ -131,27 +131,26 @@ def main() -> None:
     print(f"service, busy time only: {graded / (busy / 60):.2f} notebooks per worker-minute "
           f"({busy / graded:.1f} s per notebook; CPU of this process's children {service_cpu:.0f} s)")
 
-    # The batch path: each student's last notebook, graded at once.
-    last = {student: kind for _, student, kind in plan}
+    # The batch path, the same work: every notebook the service graded, one folder each, graded at once.
     folder = base / "batch"
-    for student, kind in last.items():
-        (folder / student / ASSIGNMENT).mkdir(parents=True)
-        (folder / student / ASSIGNMENT / "exercises.ipynb").write_bytes(made[kind])
+    for row in rows:
+        if row["graded"]:
+            (folder / row["folder"] / ASSIGNMENT).mkdir(parents=True)
+            (folder / row["folder"] / ASSIGNMENT / "exercises.ipynb").write_bytes(row["notebook"])
     began = time.monotonic()
     subprocess.run([sys.executable, "-m", "attnbook_course", "--state", str(base / "batch-state"), "grade",
                     "--jobs", str(args.workers), str(folder)], env={**os.environ, **limits}, cwd=ROOT, check=True,
                    capture_output=True)
     batch = time.monotonic() - began
-    batch_rate = len(last) / (batch * cores / 60)
-    print(f"batch (make grade, --jobs {args.workers}): {len(last)} notebooks in {batch:.0f} s: {batch_rate:.2f} "
-          f"notebooks per core-minute; service busy-time rate / batch rate = "
-          f"{graded / (busy / 60) / args.workers / batch_rate:.2f}")
-    service_scores = {r["student"]: r["score"] for r in rows if r["last"]}
-    batch_scores = {s: sum(p["score"] for p in json.loads((base / "batch-state" / "results" / s /
+    batch_rate = graded / (batch * cores / 60)
+    service_busy_rate = graded / (busy / 60)  # one worker is one core
+    print(f"batch (make grade --jobs {args.workers}, the same {graded} notebooks): {batch:.0f} s: "
+          f"{batch_rate:.2f} notebooks per core-minute; service (busy) / batch = {service_busy_rate / batch_rate:.2f}")
+    batch_scores = {f: sum(p["score"] for p in json.loads((base / "batch-state" / "results" / f /
                                                            f"{ASSIGNMENT}.json").read_text())["parts"].values())
-                    for s in last}
-    agree = all(abs(service_scores[s] - batch_scores[s]) < 1e-9 for s in last)
-    print(f"the same grades on both paths for each student's last notebook: {agree}")
+                    for f in (r["folder"] for r in rows if r["graded"])}
+    agree = all(abs(r["score"] - batch_scores[r["folder"]]) < 1e-9 for r in rows if r["graded"])
+    print(f"the same grade on both paths for each of the {graded} notebooks: {agree}")
 
     per = busy / graded
     print("\nextrapolated: 1,000 students each submitting once within 5 minutes, "
@@ -178,7 +177,8 @@ def _waiting(conninfo: str) -> bool:
 def _measured(conninfo: str) -> tuple[list[dict], list[dict]]:
     """Per submission: its student, latency to feedback on it or a newer one, score; per job: wait and run time."""
     with store.connect(conninfo) as db:
-        subs = db.execute("SELECT s.id, s.student, s.received, o.graded, o.score FROM attnbook_submission s "
+        subs = db.execute("SELECT s.id, s.student, s.received, s.notebook, o.graded, o.score "
+                          "FROM attnbook_submission s "
                           "LEFT JOIN attnbook_outcome o ON o.submission_id = s.id ORDER BY s.id").fetchall()
         events = db.execute("SELECT job_id, type::text AS type, at FROM procrastinate_events ORDER BY id").fetchall()
     rows = []
@@ -187,13 +187,15 @@ def _measured(conninfo: str) -> tuple[list[dict], list[dict]]:
         newest = all(s["student"] != sub["student"] for s in subs[k + 1:])
         if later:
             rows.append({"student": sub["student"], "latency": (min(later) - sub["received"]).total_seconds(),
-                         "score": sub["score"], "last": newest})
+                         "score": sub["score"], "last": newest, "graded": sub["graded"] is not None,
+                         "folder": f"{sub['student']}-{sub['id']}", "notebook": bytes(sub["notebook"])})
     by_job: dict[int, dict[str, datetime]] = {}
     for event in events:
         by_job.setdefault(event["job_id"], {}).setdefault(event["type"], event["at"])
     jobs = [{"wait": (e["started"] - e["deferred"]).total_seconds(),
              "ran": (e.get("succeeded", e.get("failed", e["started"])) - e["started"]).total_seconds()}
             for e in by_job.values() if "started" in e and "deferred" in e]
+    assert all(not r["graded"] or r["score"] is not None for r in rows)
     return rows, jobs
 
 

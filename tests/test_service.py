@@ -263,3 +263,27 @@ def test_a_job_that_keeps_failing_is_retried_then_kept_failed_with_its_error(dat
     with store.connect(conninfo) as db:
         failed = queue.overview(db)["failed"]
     assert [(f["student"], "someday" in f["error"]) for f in failed] == [("ada", True)]
+
+
+def test_make_grade_enqueues_a_class_for_the_workers_at_low_priority(database, tmp_path):
+    """``grade --enqueue``: each submission of the folder into the queue, below the students' own; a link
+    and a name that is no student id are left out, and said so."""
+    _, conninfo = database
+    folder = tmp_path / "class"
+    for student in ("ada", "bob"):
+        (folder / student / ASSIGNMENT).mkdir(parents=True)
+        (folder / student / ASSIGNMENT / "exercises.ipynb").write_bytes(BLANK)
+    (folder / "-rf").mkdir()
+    (folder / "eve").symlink_to(folder / "ada")
+    queue.install(conninfo)
+    queue.submit(conninfo, "cyd", ASSIGNMENT, BLANK, limit=3)
+    done = subprocess.run([*COURSE, "grade", "--enqueue", str(folder)], env=_env(conninfo), cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "queued 2 submissions for the workers (low priority)" in done.stdout
+    assert "skipped eve: a link, never followed" in done.stdout and "skipped -rf: not a student id" in done.stdout
+    with store.connect(conninfo) as db:
+        jobs = db.execute("SELECT args->>'student' AS s, priority FROM procrastinate_jobs ORDER BY id").fetchall()
+        assert [(j["s"], j["priority"]) for j in jobs] == [("cyd", queue.STUDENT), ("ada", queue.REGRADE),
+                                                          ("bob", queue.REGRADE)]
+        assert queue.state(db, "ada", ASSIGNMENT)["place"] == 2  # behind cyd's own submission

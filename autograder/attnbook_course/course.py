@@ -4,6 +4,7 @@
     attnbook-course release --check    # fail if a committed student notebook is stale
     attnbook-course grade [--jobs N] SUBMISSIONS  # SUBMISSIONS/<student>/<assignment>/*.ipynb
     attnbook-course grade --shard I/N SUBMISSIONS  # machine I of N: its share (shards.py)
+    attnbook-course grade --enqueue SUBMISSIONS   # into the grading service's queue, for its workers
     attnbook-course gather                 # grades.csv of the class once all N shards are done
     attnbook-course collect ZIP [--assignment ID] [--roster CSV]  # an LMS download (intake.py)
     attnbook-course export [--roster CSV]  # canvas.csv and totals.csv (export.py)
@@ -110,6 +111,8 @@ def parser() -> argparse.ArgumentParser:
                     "(hostile submissions)")
     gr.add_argument("--student", help="grade this student's submissions again, changed or not (and no other)")
     gr.add_argument("--assignment", help="grade this assignment's submissions again (with --student: that one)")
+    gr.add_argument("--enqueue", action="store_true",
+                    help=f"queue SUBMISSIONS for the service's workers instead ({settings.SERVICE_DB.name})")
     gr.add_argument("--shard", type=_shard, metavar="I/N",
                     help="grade only shard I (0 to N-1) of N machines' (shards.py); `gather` when all are done")
     ga = add("gather", "the class's grades.csv from the shards of `grade --shard`, all done")
@@ -190,6 +193,15 @@ def service(args: argparse.Namespace) -> int:
         from .service import serve
 
         return serve.main(conninfo, args.state.resolve())
+    if args.command == "grade":
+        from .service import queue
+
+        if args.submissions is None or not args.submissions.is_dir():
+            print("grade --enqueue: name the folder of submissions", file=sys.stderr)
+            return 2
+        count, lines = queue.enqueue_folder(conninfo, args.submissions, assignments())
+        print("\n".join([*lines, f"queued {count} submissions for the workers (low priority)"]))
+        return 0
     from .service import worker
 
     return worker.main(conninfo, args.state.resolve(), args.name, settings.SERVICE_STALLED_SECONDS.read())
@@ -209,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "release":
         return release(args.state, args.check)
-    if args.command in ("serve", "worker", "submit"):
+    if args.command in ("serve", "worker", "submit") or getattr(args, "enqueue", False):
         return service(args)
     if args.command in ("collect", "export"):
         return lms(args)

@@ -14,7 +14,9 @@ died (no heartbeat for ``ATTNBOOK_SERVICE_STALLED_SECONDS``) is put back by any 
 
 from __future__ import annotations
 
+import tempfile
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import procrastinate
@@ -53,16 +55,17 @@ def install(conninfo: str) -> None:
     store.create(conninfo)
 
 
-def submit(conninfo: str, student: str, assignment: str, notebook: bytes, limit: int,
-           now: datetime | None = None) -> tuple[store.Submission, datetime | None]:
+def submit(conninfo: str, student: str, assignment: str, notebook: bytes, limit: int | None,
+           now: datetime | None = None, priority: int = STUDENT) -> tuple[store.Submission, datetime | None]:
     """Keep the notebook and queue its grading, in one transaction: (the submission, when it will be graded
-    if the limit of ``limit`` graded submissions an hour holds it back, else None)."""
+    if the limit of ``limit`` graded submissions an hour holds it back, else None; no limit: None)."""
     with store.connect(conninfo) as db, db.transaction():
         db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock(student, assignment),))
         submission = store.add(db, student, assignment, notebook)
         received = datetime.fromisoformat(submission.received)
-        later = held_until(store.received_since(db, student, assignment, (now or received) - WINDOW), limit)
-        defer(db, conninfo, student, assignment, STUDENT, later)
+        later = None if limit is None else held_until(
+            store.received_since(db, student, assignment, (now or received) - WINDOW), limit)
+        defer(db, conninfo, student, assignment, priority, later)
     return submission, later
 
 
@@ -101,6 +104,28 @@ def regrade(conninfo: str, pairs: list[tuple[str, str]]) -> int:
     """Queue the pairs (student, assignment) at low priority; the number of jobs added."""
     with store.connect(conninfo) as db, db.transaction():
         return sum(defer(db, conninfo, s, a, REGRADE) for s, a in pairs)
+
+
+def enqueue_folder(conninfo: str, folder: Path, assignments: list[str]) -> tuple[int, list[str]]:
+    """``make grade``'s folder (``<student>/<assignment>/exercises.ipynb``) into the queue at low priority,
+    for the workers: (the number queued, a line for each folder left out: a link, a bad name, no notebook)."""
+    from .. import intake
+    from ..nbgrader_run import NOTEBOOK
+
+    install(conninfo)
+    with tempfile.TemporaryDirectory(prefix="attnbook-enqueue-") as scratch:
+        copied = Path(scratch)
+        lines = intake.copy_submissions(folder, copied, lambda s, a: True, assignments)
+        count = 0
+        for student_dir in sorted(p for p in copied.iterdir() if p.is_dir()):
+            for work in sorted(p for p in student_dir.iterdir() if p.is_dir()):
+                notebook = work / NOTEBOOK
+                if not notebook.is_file():
+                    lines.append(f"skipped {student_dir.name}/{work.name}: no {NOTEBOOK}")
+                    continue
+                submit(conninfo, student_dir.name, work.name, notebook.read_bytes(), None, priority=REGRADE)
+                count += 1
+    return count, lines
 
 
 def state(db: store.DB, student: str, assignment: str) -> dict[str, Any]:
