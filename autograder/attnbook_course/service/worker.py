@@ -2,11 +2,11 @@
 
 A job (:mod:`.queue`) names a student and an assignment; the worker takes that student's newest
 submission from the database, grades it as ``attnbook-course grade --student S --assignment A`` does
-(the same judge, the bubblewrap sandbox, which never sees the database's address), in a process of its
-own in the worker's state folder, and writes the outcome and the feedback page in one transaction. A
-submission the current grader graded already (a job run again after its worker died) is not graded
-twice. The worker sends procrastinate's heartbeat while it grades, and puts back the jobs of workers
-whose heartbeat stopped.
+(the same judge, the bubblewrap sandbox, which never sees the database's address), in a child of the
+worker's grading process (:mod:`.forkserver`: the grader imported once) in the worker's state folder,
+and writes the outcome and the feedback page in one transaction. A submission the current grader graded
+already (a job run again after its worker died) is not graded twice. The worker sends procrastinate's
+heartbeat while it grades, and puts back the jobs of workers whose heartbeat stopped.
 
     attnbook-course --state COURSE worker [--name NAME]   # ATTNBOOK_SERVICE_DB: the course's PostgreSQL
 
@@ -38,15 +38,38 @@ from . import queue, store
 STAMP = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's timestamp.txt, as the batch path reads it
 
 
+class Grading:
+    """The worker's grading process (:mod:`.forkserver`), started on first use and again if it died."""
+
+    def __init__(self) -> None:
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def run(self, argv: list[str], log: Path) -> int:
+        """``attnbook-course ARGV`` in a child of the grading process, its output in ``log``: its status."""
+        if self.process is None or self.process.returncode is not None:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "attnbook_course.service.forkserver", stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, preexec_fn=_die_with_parent)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps({"argv": argv, "log": str(log)}).encode() + b"\n")
+        await self.process.stdin.drain()
+        line = await self.process.stdout.readline()
+        if not line:
+            raise GradingFailed("the grading process ended before it answered")
+        return int(json.loads(line)["rc"])
+
+
 @dataclass(frozen=True)
 class Grader:
-    """One worker's setting: the database, the course's state folder, its own folder and name."""
+    """One worker's setting: the database, the course's state folder, its own folder and name, and its
+    grading process."""
 
     conninfo: str
     course: Path
     folder: Path
     name: str
     stalled_seconds: float
+    grading: Grading
 
 
 class GradingFailed(RuntimeError):
@@ -57,7 +80,6 @@ def _die_with_parent() -> None:
     """In the grading process before it starts: killed when this worker dies, whatever killed it."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    os.setpgrp()
 
 
 async def grade_newest(grader: Grader, student: str, assignment: str) -> str:
@@ -82,16 +104,15 @@ async def grade_newest(grader: Grader, student: str, assignment: str) -> str:
             shutil.copy(grader.course / name, state / name)
         else:
             (state / name).unlink(missing_ok=True)
-    command = [sys.executable, "-m", "attnbook_course", "--state", str(state), "grade", "--jobs", "1",
-               "--student", student, "--assignment", assignment, str(grader.folder / "incoming")]
-    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE,
-                                                   stderr=asyncio.subprocess.STDOUT, preexec_fn=_die_with_parent)
-    out, _ = await process.communicate()
-    said = out.decode(errors="replace")
+    log = grader.folder / "grade.log"
     result = state / "results" / student / f"{assignment}.json"
+    result.unlink(missing_ok=True)
+    rc = await grader.grading.run(["--state", str(state), "grade", "--jobs", "1", "--student", student,
+                                   "--assignment", assignment, str(grader.folder / "incoming")], log)
     page = state / "feedback" / student / assignment / NOTEBOOK.replace(".ipynb", ".html")
-    if process.returncode != 0 or not result.is_file():
-        raise GradingFailed(f"grade exited with status {process.returncode}:\n{said[-3000:]}")
+    if rc != 0 or not result.is_file():
+        said = log.read_text(errors="replace") if log.is_file() else ""
+        raise GradingFailed(f"grade exited with status {rc}:\n{said[-3000:]}")
     record = json.loads(result.read_text())
     feedback = page.read_text() if page.is_file() else ""
     await asyncio.to_thread(_keep, grader.conninfo, submission, key, record, feedback, grader.name)
@@ -158,7 +179,8 @@ async def run(grader: Grader) -> None:
 def main(conninfo: str, course: Path, name: str | None, stalled_seconds: float) -> int:
     """``attnbook-course worker``."""
     name = name or f"{socket.gethostname()}-{os.getpid()}"
-    grader = Grader(conninfo, course.resolve(), course.resolve() / "workers" / name, name, stalled_seconds)
+    grader = Grader(conninfo, course.resolve(), course.resolve() / "workers" / name, name, stalled_seconds,
+                    Grading())
     print(f"worker {name}: grading in {grader.folder}", flush=True)
     asyncio.run(run(grader))
     return 0
