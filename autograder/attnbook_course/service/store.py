@@ -7,8 +7,8 @@ assignments whose hidden cases' messages the instructor released; ``attnbook_fai
 failed raised, for the instructor. A submission and its job are written in one transaction
 (:func:`submit`).
 
->>> Submission(7, "ada", "03-bert", "2026-12-04 10:00:00+00:00", "ab" * 32).folder_name
-'ada/03-bert'
+>>> Submission(7, "ada", "03-bert", "2026-12-04T10:00:00+00:00", "ab" * 32).received[:10]
+'2026-12-04'
 """
 
 from __future__ import annotations
@@ -71,11 +71,6 @@ class Submission:
     received: str  # ISO 8601, with its offset
     sha256: str
 
-    @property
-    def folder_name(self) -> str:
-        """Where grading puts it: ``<student>/<assignment>`` of a folder of submissions."""
-        return f"{self.student}/{self.assignment}"
-
 
 def connect(conninfo: str) -> DB:
     """A connection to the course's database (rows as dicts); its transactions are the caller's."""
@@ -99,13 +94,11 @@ def add(db: DB, student: str, assignment: str, notebook: bytes) -> Submission:
                       hashlib.sha256(notebook).hexdigest())
 
 
-def newest(db: DB, student: str, assignment: str, before: datetime | None = None
-           ) -> tuple[Submission, bytes] | None:
-    """The student's newest submission of ``assignment`` (received before ``before``, when given), and its bytes."""
+def newest(db: DB, student: str, assignment: str) -> tuple[Submission, bytes] | None:
+    """The student's newest submission of ``assignment``, and its bytes."""
     row = db.execute(
         "SELECT id, received, sha256, notebook FROM attnbook_submission WHERE student = %s AND assignment = %s "
-        "AND (%s::timestamptz IS NULL OR received < %s) ORDER BY id DESC LIMIT 1",
-        (student, assignment, before, before)).fetchone()
+        "ORDER BY id DESC LIMIT 1", (student, assignment)).fetchone()
     if row is None:
         return None
     found = Submission(row["id"], student, assignment, row["received"].isoformat(), row["sha256"])
