@@ -94,7 +94,7 @@ def main() -> None:
                                          "--name", f"w{i}"], env=worker_env, cwd=ROOT, start_new_session=True,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                        for i in range(args.workers)]
-            cpu0, start = _cpu_seconds(), time.monotonic()
+            start = time.monotonic()
             threads = []
             for at, student, kind in plan:
                 delay = at - (time.monotonic() - start)
@@ -113,7 +113,6 @@ def main() -> None:
                 w.terminate()
             for w in workers:
                 w.wait()
-            service_cpu = _cpu_seconds() - cpu0
         rows, jobs = _measured(conninfo)
     latencies = [r["latency"] for r in rows]
     waits = [j["wait"] for j in jobs]
@@ -129,7 +128,7 @@ def main() -> None:
           f"per core-minute ({cores} cores; the burst itself lasts {args.burst:g} s)")
     busy = sum(j["ran"] for j in jobs)
     print(f"service, busy time only: {graded / (busy / 60):.2f} notebooks per worker-minute "
-          f"({busy / graded:.1f} s per notebook; CPU of this process's children {service_cpu:.0f} s)")
+          f"({busy / graded:.1f} s per notebook)")
 
     # The batch path, the same work: every notebook the service graded, one folder each, graded at once.
     folder = base / "batch"
@@ -159,13 +158,6 @@ def main() -> None:
     for w in (2, 8, 16, 32, 64, 128):
         drain = 1000 * per / w / 60
         print(f"{w:>8} {drain:>11.1f} {max(drain, 5) + per / 60:>25.1f}")
-
-
-def _cpu_seconds() -> float:
-    import resource
-
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
 
 
 def _waiting(conninfo: str) -> bool:
