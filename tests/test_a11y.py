@@ -239,3 +239,19 @@ def test_every_control_of_the_explorers_has_a_label():
                 if not (isinstance(given.get("description"), ast.Constant) and given["description"].value.strip()):
                     unlabelled.append(f"{path.name}:{node.lineno} widgets.{node.func.attr}")
     assert found >= 15 and not unlabelled, unlabelled
+
+
+@needs_browser
+def test_the_grading_services_early_feedback_page_passes(installed, tmp_path):
+    """The page a student gets minutes after a submission (service/policy.py): a part the hidden cases
+    failed, a passed one, a late penalty, and markup in a message, which is shown as text."""
+    from attnbook_course.service import policy
+
+    record = {"assignment": "03-bert", "late": {"penalty": 1.0, "policy": "per-day 10%"}, "parts": {
+        "bert_input_and_embeddings": {"score": 0.0, "max_score": 3.0, "message": "<b>x</b>", "hidden": True},
+        "nsp_pairs_balanced": {"score": 2.0, "max_score": 2.0, "message": "<script>alert(1)</script> " * 20}}}
+    page = policy.page(record, False, "after the due date", 3, "")
+    assert "<script>" not in page and "&lt;script&gt;" in page and "&lt;b&gt;" not in page
+    (tmp_path / "feedback.html").write_text(page)
+    code, out = check(tmp_path)
+    assert code == 0 and "1 pages checked, 0 violations" in out, out

@@ -81,6 +81,9 @@ def rule(rules: dict[str, Rule], assignment: str) -> Rule:
     return rules.get(assignment, Rule())
 
 
+STYLE = ("body{font-family:sans-serif;max-width:60rem;margin:1rem auto;padding:0 1rem;color:#111}"
+         "pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}th,td{text-align:left;vertical-align:top;"
+         "padding:.4rem;border-bottom:1px solid #767676}table{border-collapse:collapse}")
 HIDDEN_LATER = ("The visible checks pass; the hidden cases found a problem. Their message shows {when}.")
 
 
@@ -105,7 +108,8 @@ def page(record: dict[str, Any], shows_hidden: bool, when: str, limit: int, full
     late = record.get("late") or {}
     penalty = f"<p>Late: {late['penalty']:g} points deducted ({html.escape(late['policy'])}).</p>" \
         if late.get("penalty") else ""
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Feedback</title></head><body>"
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Feedback</title>"
+            f"<style>{STYLE}</style></head><body>"
             f"<main><h1>Feedback: {html.escape(record.get('assignment', ''))}</h1>{limit_line}{penalty}"
             "<table><caption>Each graded part</caption><thead><tr><th scope=\"col\">Part</th>"
             "<th scope=\"col\">Points</th><th scope=\"col\">Message</th></tr></thead><tbody>"
